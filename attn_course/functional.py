@@ -1,0 +1,320 @@
+"""Scaled dot-product attention, written out one step at a time.
+
+``torch.nn.functional.scaled_dot_product_attention`` does all of this in one fused
+call. The version here gives the same results, but every step is a line you can read,
+print and change, and it can hand back the attention weights it used.
+
+Shapes use these letters: ``...`` any number of batch dimensions (batch ``B``, heads
+``H``, ...), ``T_q`` query length, ``T_k`` key length, ``E`` the width of queries and
+keys, ``Ev`` the width of values.
+"""
+
+import math
+from numbers import Real
+
+import torch
+
+from .masks import causal_mask
+
+__all__ = ["scaled_dot_product_attention"]
+
+
+def scaled_dot_product_attention(
+    query,
+    key,
+    value,
+    attn_mask=None,
+    dropout_p=0.0,
+    is_causal=False,
+    scale=None,
+    *,
+    return_weights=False,
+    training=True,
+    generator=None,
+):
+    """Attend from every query to every key and mix the values with the weights.
+
+    The same signature and results as
+    ``torch.nn.functional.scaled_dot_product_attention``, computed in six readable
+    steps: scores, scale, mask, softmax, dropout, weighted sum of the values.
+
+    Parameters
+    ----------
+    query : torch.Tensor
+        Queries, shape ``(..., T_q, E)``.
+    key : torch.Tensor
+        Keys, shape ``(..., T_k, E)``.
+    value : torch.Tensor
+        Values, shape ``(..., T_k, Ev)``: one value per key.
+    attn_mask : torch.Tensor, optional
+        Which keys each query may use, broadcastable to the scores shape
+        ``(..., T_q, T_k)``: for example ``(T_q, T_k)``, ``(B, T_q, T_k)`` or
+        ``(B, H, T_q, T_k)``, with size 1 in any dimension it shares. A **bool** mask
+        means ``True`` = *may attend* (the convention of PyTorch's
+        ``scaled_dot_product_attention``; ``nn.MultiheadAttention`` uses the opposite,
+        ``True`` = *blocked*). A **float** mask is added to the scores, so ``0`` keeps
+        a key and ``-inf`` removes it.
+    dropout_p : float, default 0.0
+        Probability of zeroing each attention weight, in ``[0, 1)``.
+    is_causal : bool, default False
+        Let query ``i`` attend only to keys ``0..i`` (lower triangle, aligned at the
+        top-left corner when ``T_q != T_k``, as in PyTorch). Cannot be combined with
+        ``attn_mask``.
+    scale : float, optional
+        Factor the scores are multiplied by; ``None`` means ``1 / sqrt(E)``.
+    return_weights : bool, default False
+        Also return the attention weights.
+    training : bool, default True
+        Dropout is applied only when ``training`` is true and ``dropout_p > 0``;
+        ``training=False`` makes the call deterministic.
+    generator : torch.Generator, optional
+        Random number generator for the dropout mask, for reproducible dropout.
+
+    Returns
+    -------
+    output : torch.Tensor
+        The weighted sums of the values, shape ``(..., T_q, Ev)``.
+    weights : torch.Tensor
+        Only if ``return_weights=True``: the weights actually used, after masking and
+        dropout, shape ``(..., T_q, T_k)``, so that ``output == weights @ value``.
+        Each row sums to 1 (before dropout). A query whose keys are *all* masked gets
+        a row of zeros and an output of zeros, exactly as PyTorch returns.
+
+    Shapes
+    ------
+    - query: ``(..., T_q, E)``
+    - key: ``(..., T_k, E)``
+    - value: ``(..., T_k, Ev)``
+    - attn_mask: broadcastable to ``(..., T_q, T_k)``
+    - output: ``(..., T_q, Ev)``
+    - weights: ``(..., T_q, T_k)``
+
+    The leading ``...`` dimensions of query, key and value broadcast against each
+    other, so one key/value tensor can serve a whole batch of queries.
+
+    Raises
+    ------
+    TypeError
+        If query, key, value or attn_mask is not a tensor, if query, key and value
+        are not floating point with one shared dtype, if attn_mask is neither bool
+        nor floating point, or if dropout_p or scale is not a number.
+    ValueError
+        If an input has fewer than 2 dimensions, query and key differ in ``E``, key
+        and value differ in ``T_k``, the batch dimensions do not broadcast,
+        attn_mask does not broadcast to the scores shape, attn_mask is given with
+        ``is_causal=True``, dropout_p is outside ``[0, 1)``, or scale is not a
+        positive finite number.
+
+    Examples
+    --------
+    Three tokens attend to each other; with ``is_causal=True`` each token sees only
+    itself and the tokens before it:
+
+    >>> import torch
+    >>> x = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])  # (T=3, E=2)
+    >>> out, weights = scaled_dot_product_attention(
+    ...     x, x, x, is_causal=True, return_weights=True
+    ... )
+    >>> weights.round(decimals=2)
+    tensor([[1.0000, 0.0000, 0.0000],
+            [0.3300, 0.6700, 0.0000],
+            [0.2500, 0.2500, 0.5000]])
+    >>> torch.allclose(out, weights @ x)
+    True
+
+    A bool mask: ``True`` = may attend. The second query may use no key at all, so
+    its weights and its output are zeros:
+
+    >>> mask = torch.tensor([[True, True, False], [False, False, False]])
+    >>> out, weights = scaled_dot_product_attention(
+    ...     x[:2], x, x, attn_mask=mask, return_weights=True
+    ... )
+    >>> weights.round(decimals=2)
+    tensor([[0.6700, 0.3300, 0.0000],
+            [0.0000, 0.0000, 0.0000]])
+    >>> out.round(decimals=2)
+    tensor([[0.6700, 0.3300],
+            [0.0000, 0.0000]])
+    """
+    scores_shape = _check_inputs(
+        query, key, value, attn_mask, dropout_p, is_causal, scale
+    )
+    T_q, T_k = scores_shape[-2:]
+    if scale is None:
+        scale = 1.0 / math.sqrt(query.size(-1))
+
+    # Step 1: how well each query matches each key, one dot product per pair.
+    # (..., T_q, E) @ (..., E, T_k) -> (..., T_q, T_k)
+    scores = query @ key.transpose(-2, -1)
+
+    # Step 2: scale, so the softmax does not saturate as E grows.
+    scores = scores * scale  # (..., T_q, T_k)
+
+    # Step 3: mask. A blocked key gets a score of -inf, so its weight will be 0.
+    if is_causal:
+        allowed = causal_mask(T_q, T_k, device=scores.device)  # (T_q, T_k)
+        scores = scores.masked_fill(~allowed, float("-inf"))  # (..., T_q, T_k)
+    elif attn_mask is not None and attn_mask.dtype == torch.bool:
+        scores = scores.masked_fill(~attn_mask, float("-inf"))  # (..., T_q, T_k)
+    elif attn_mask is not None:
+        scores = scores + attn_mask.to(scores.dtype)  # (..., T_q, T_k)
+
+    # Step 4: softmax over the keys, so each query's weights sum to 1.
+    # A query whose keys are all masked has a row of -inf scores. A plain softmax
+    # would give NaN there (-inf - -inf), so, like PyTorch, we return weights of 0
+    # for such rows. Setting their scores to 0 first keeps the softmax, and its
+    # gradient, free of NaN.
+    fully_masked = torch.isneginf(scores).all(dim=-1, keepdim=True)  # (..., T_q, 1)
+    scores = scores.masked_fill(fully_masked, 0.0)  # (..., T_q, T_k)
+    weights = torch.softmax(scores, dim=-1)  # (..., T_q, T_k)
+    weights = weights.masked_fill(fully_masked, 0.0)  # (..., T_q, T_k)
+
+    # Step 5: dropout on the weights (not on the scores). Each weight is kept with
+    # probability 1 - p and scaled by 1 / (1 - p), so its expected value is unchanged.
+    if training and dropout_p > 0.0:
+        keep_prob = torch.full_like(weights, 1.0 - dropout_p)  # (..., T_q, T_k)
+        keep = torch.bernoulli(keep_prob, generator=generator).bool()  # (..., T_q, T_k)
+        weights = torch.where(keep, weights / (1.0 - dropout_p), 0.0)
+
+    # Step 6: each output is the weighted sum of the values.
+    # (..., T_q, T_k) @ (..., T_k, Ev) -> (..., T_q, Ev)
+    output = weights @ value
+
+    if return_weights:
+        return output, weights
+    return output
+
+
+def _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, scale):
+    """Raise a teaching error for bad inputs; return the scores shape."""
+    tensors = {"query": query, "key": key, "value": value}
+    for name, tensor in tensors.items():
+        if not isinstance(tensor, torch.Tensor):
+            raise TypeError(
+                f"{name} must be a torch.Tensor, got {type(tensor).__name__}; "
+                f"convert it first, e.g. {name} = torch.tensor({name})"
+            )
+        if not tensor.is_floating_point():
+            raise TypeError(
+                f"{name} must be floating point, got dtype {tensor.dtype}; "
+                f"convert it first, e.g. {name} = {name}.float()"
+            )
+    if not query.dtype == key.dtype == value.dtype:
+        raise TypeError(
+            "query, key and value must share one dtype, got "
+            f"query {query.dtype}, key {key.dtype}, value {value.dtype}; "
+            "convert them, e.g. key = key.to(query.dtype)"
+        )
+    for name, tensor in tensors.items():
+        if tensor.dim() < 2:
+            raise ValueError(
+                f"{name} must have at least 2 dimensions (..., length, features), "
+                f"got shape {tuple(tensor.shape)}; for a single token add a length "
+                f"dimension: {name}.unsqueeze(0) has shape "
+                f"{tuple(tensor.unsqueeze(0).shape)}"
+            )
+    if query.size(-1) != key.size(-1):
+        raise ValueError(
+            "query and key must have the same last dimension E (each score is a dot "
+            f"product of a query and a key), got query {tuple(query.shape)} with "
+            f"E={query.size(-1)} and key {tuple(key.shape)} with E={key.size(-1)}; "
+            "project both to the same width, e.g. with nn.Linear(d_in, d_out)"
+        )
+    if key.size(-2) != value.size(-2):
+        raise ValueError(
+            "key and value must have the same length T_k (one value per key), got "
+            f"key {tuple(key.shape)} with T_k={key.size(-2)} and value "
+            f"{tuple(value.shape)} with T_k={value.size(-2)}; pass the same tokens "
+            "as keys and values"
+        )
+    batch_shapes = [tuple(t.shape[:-2]) for t in (query, key, value)]
+    try:
+        batch = torch.broadcast_shapes(*batch_shapes[:2])
+        torch.broadcast_shapes(batch, batch_shapes[2])
+    except RuntimeError:
+        raise ValueError(
+            "the batch dimensions (all but the last two) of query, key and value "
+            f"must broadcast, got query {batch_shapes[0]}, key {batch_shapes[1]} and "
+            f"value {batch_shapes[2]}; make each batch dimension equal, or 1 where a "
+            "tensor is shared"
+        ) from None
+    scores_shape = (*batch, query.size(-2), key.size(-2))
+
+    if not isinstance(dropout_p, Real) or isinstance(dropout_p, bool):
+        raise TypeError(
+            f"dropout_p must be a number, got {type(dropout_p).__name__}; "
+            "use e.g. dropout_p=0.1, or 0.0 for no dropout"
+        )
+    if not 0.0 <= dropout_p < 1.0:
+        raise ValueError(
+            f"dropout_p must be in [0, 1), got dropout_p={dropout_p}; it is the "
+            "probability of dropping a weight: use e.g. 0.1, or 0.0 for no dropout"
+        )
+    if scale is not None:
+        _check_scale(scale, query.size(-1))
+    if attn_mask is not None:
+        if is_causal:
+            raise ValueError(
+                "got both attn_mask and is_causal=True (PyTorch rejects this too); "
+                "pass one of them, or combine them yourself: "
+                "attn_mask=mask & causal_mask(T_q, T_k) for a bool mask"
+            )
+        _check_mask(attn_mask, scores_shape)
+    return scores_shape
+
+
+def _check_mask(attn_mask, scores_shape):
+    """Raise a teaching error unless attn_mask is a usable mask for scores_shape."""
+    if not isinstance(attn_mask, torch.Tensor):
+        raise TypeError(
+            f"attn_mask must be a torch.Tensor, got {type(attn_mask).__name__}; "
+            "build it with torch.tensor(..., dtype=torch.bool) (True = may attend)"
+        )
+    if attn_mask.dtype != torch.bool and not attn_mask.is_floating_point():
+        raise TypeError(
+            f"attn_mask must be bool (True = may attend) or floating point (added "
+            f"to the scores), got dtype {attn_mask.dtype}; if 1 marks the keys a "
+            "query may attend to, use attn_mask.bool()"
+        )
+    mask_shape = tuple(attn_mask.shape)
+    try:
+        fits = torch.broadcast_shapes(mask_shape, scores_shape) == scores_shape
+    except RuntimeError:
+        fits = False
+    if fits:
+        return
+    # A (B, T_k) padding mask lines up with (T_q, T_k), not with (B, ..., T_k).
+    is_padding_mask = mask_shape == (scores_shape[0], scores_shape[-1])
+    if is_padding_mask and len(scores_shape) == 4:
+        fix = (
+            "this looks like a (B, T_k) padding mask: reshape it to (B, 1, 1, T_k) "
+            "with attn_course.key_padding_to_attn_mask(attn_mask)"
+        )
+    elif is_padding_mask and len(scores_shape) == 3:
+        fix = (
+            "this looks like a (B, T_k) padding mask: reshape it to (B, 1, T_k) "
+            "with attn_mask[:, None, :]"
+        )
+    else:
+        fix = (
+            "give it the shape (T_q, T_k), (B, T_q, T_k) or (B, H, T_q, T_k) of the "
+            "scores, with 1 in any dimension shared by all entries"
+        )
+    raise ValueError(
+        f"attn_mask of shape {mask_shape} does not broadcast to the scores shape "
+        f"{scores_shape} (..., T_q, T_k); {fix}"
+    )
+
+
+def _check_scale(scale, E):
+    """Raise a teaching error unless scale is a positive finite number."""
+    hint = (
+        f"leave scale=None for 1/sqrt(E) = {1 / math.sqrt(E):.4g}, "
+        "or use scale=1.0 for plain dot products"
+    )
+    if not isinstance(scale, Real) or isinstance(scale, bool):
+        raise TypeError(f"scale must be a number, got {type(scale).__name__}; {hint}")
+    if not (math.isfinite(scale) and scale > 0):
+        raise ValueError(
+            f"scale must be a positive finite number, got scale={scale}; {hint}"
+        )

@@ -1,0 +1,185 @@
+"""Find, execute and inspect the course notebooks.
+
+Used by ``make outputs`` (``python tests/notebooks.py execute``) to regenerate every
+stored output, and by ``tests/test_notebooks.py`` to check what is stored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import yaml
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = ROOT / "chapters"
+TOC = ROOT / "_toc.yml"
+PAGE_SUFFIXES = (".ipynb", ".md")
+CELL_TIMEOUT_S = 300
+
+# Execution environment: one thread count and hash seed on every machine, and the
+# non-interactive matplotlib backend the inline one falls back to.
+EXECUTION_ENV = {"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1"}
+
+
+def chapter_pages() -> list[Path]:
+    """Every notebook and Markdown page under ``chapters/``, sorted."""
+    pages = [
+        path
+        for path in CHAPTERS.rglob("*")
+        if path.suffix in PAGE_SUFFIXES and ".ipynb_checkpoints" not in path.parts
+    ]
+    return sorted(pages)
+
+
+def chapter_notebooks() -> list[Path]:
+    """Every notebook under ``chapters/``, sorted."""
+    return [path for path in chapter_pages() if path.suffix == ".ipynb"]
+
+
+def toc_entries(toc_path: Path = TOC) -> list[str]:
+    """The ``root`` and every ``file`` entry of ``_toc.yml``, in order."""
+    toc = yaml.safe_load(toc_path.read_text(encoding="utf-8"))
+    entries = [toc["root"]]
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                entries.append(node["file"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk({key: value for key, value in toc.items() if key != "root"})
+    return entries
+
+
+def resolve_entry(entry: str) -> list[Path]:
+    """The files a ``_toc.yml`` entry may refer to (its suffix is optional)."""
+    base = ROOT / entry
+    if base.suffix in PAGE_SUFFIXES:
+        return [base]
+    return [base.with_suffix(suffix) for suffix in PAGE_SUFFIXES]
+
+
+def stored_output_problems(path: Path) -> list[str]:
+    """What is wrong with the outputs stored in a notebook; empty when nothing is.
+
+    The stored outputs must come from one run top to bottom (execution counts 1, 2,
+    3, ...), every code cell must show an output, error outputs may appear only in
+    cells tagged ``raises-exception`` (and such a cell must raise), and the kernel must
+    be ``python3``.
+    """
+    notebook = nbformat.read(path, as_version=4)
+    cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    problems = []
+    counts = [cell.execution_count for cell in cells]
+    expected = list(range(1, len(cells) + 1))
+    if counts != expected:
+        problems.append(
+            f"execution counts are {counts}, expected {expected}: re-run the "
+            "notebook with `make outputs`"
+        )
+    silent = [number for number, cell in enumerate(cells, 1) if not cell.outputs]
+    if silent:
+        problems.append(
+            f"code cells {silent} (counting code cells from 1) have no stored output: "
+            "make each cell show its result, then run `make outputs`"
+        )
+    for number, cell in enumerate(cells, 1):
+        errors = [out.ename for out in cell.outputs if out.output_type == "error"]
+        tagged = "raises-exception" in cell.metadata.get("tags", [])
+        if errors and not tagged:
+            problems.append(
+                f"code cell {number} raised {errors[0]} but is not tagged "
+                "'raises-exception'"
+            )
+        elif tagged and not errors:
+            problems.append(
+                f"code cell {number} is tagged 'raises-exception' but raised nothing"
+            )
+    kernel = notebook.metadata.get("kernelspec", {}).get("name")
+    if kernel != "python3":
+        problems.append(f"the kernelspec names {kernel!r}; it must be 'python3'")
+    return problems
+
+
+def toc_problems(toc_path: Path = TOC) -> list[str]:
+    """Pages in ``chapters/`` missing from ``_toc.yml``, and entries with no page."""
+    entries = toc_entries(toc_path)
+    listed = {path.resolve() for entry in entries for path in resolve_entry(entry)}
+    problems = [
+        f"{page.relative_to(ROOT)} is in chapters/ but not in {toc_path.name}: "
+        "add it to the table of contents (or delete it)"
+        for page in chapter_pages()
+        if page.resolve() not in listed
+    ]
+    problems += [
+        f"{toc_path.name} lists {entry!r}, which does not exist"
+        for entry in entries
+        if not any(path.exists() for path in resolve_entry(entry))
+    ]
+    return problems
+
+
+def execute(path: Path) -> float:
+    """Run a notebook top to bottom in a fresh kernel and store its outputs in place.
+
+    Returns the wall time in seconds. Widget state is saved so that JupyterLab shows
+    the explorers' last view; no timing metadata is stored, so re-running an unchanged
+    notebook leaves the file unchanged.
+    """
+    notebook = nbformat.read(path, as_version=4)
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+            cell.metadata.pop("execution", None)
+    client = NotebookClient(
+        notebook,
+        timeout=CELL_TIMEOUT_S,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+        record_timing=False,
+        store_widget_state=True,
+    )
+    start = time.perf_counter()
+    saved_env = {key: os.environ.get(key) for key in EXECUTION_ENV}
+    os.environ.update(EXECUTION_ENV)
+    try:
+        client.execute()
+    finally:
+        for key, value in saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    elapsed = time.perf_counter() - start
+    nbformat.write(notebook, path)
+    return elapsed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("execute", help="re-execute notebooks in place")
+    run.add_argument(
+        "paths", nargs="*", type=Path, help="notebooks (default: all in chapters/)"
+    )
+    args = parser.parse_args(argv)
+    paths = args.paths or chapter_notebooks()
+    for path in paths:
+        print(f"executing {path.relative_to(ROOT)} ...", flush=True)
+        print(f"  done in {execute(path.resolve()):.1f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,279 @@
+"""``attn_course.scaled_dot_product_attention`` against PyTorch's fused version."""
+
+import random
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attn_course import scaled_dot_product_attention
+
+N_CONFIGS = 120
+# float32: the fused kernel sums in a different order, so tiny rounding differences
+# are expected; values here are of order 1, so 1e-6 is a few float32 ulps.
+TOLERANCES = {
+    torch.float32: {"atol": 1e-6, "rtol": 1e-6},
+    torch.float64: {"atol": 1e-12, "rtol": 1e-12},
+}
+
+
+def random_config(seed, dtype):
+    """Random inputs for one comparison: shapes, broadcasting, scale and mask."""
+    rng = random.Random(seed)
+    gen = torch.Generator().manual_seed(seed)
+    batch = [rng.randint(1, 3) for _ in range(rng.randint(0, 2))]  # 2-D to 4-D inputs
+    T_q, T_k = rng.randint(1, 6), rng.randint(1, 6)
+    E, Ev = rng.randint(1, 8), rng.randint(1, 8)
+
+    def leading_dims():
+        # Drop some leading dimensions or set some to 1: they must still broadcast.
+        start = 0 if rng.random() < 0.7 else rng.randint(0, len(batch))
+        return [1 if rng.random() < 0.3 else size for size in batch[start:]]
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=gen, dtype=dtype)
+
+    query = randn(*leading_dims(), T_q, E)
+    key = randn(*leading_dims(), T_k, E)
+    value = randn(*leading_dims(), T_k, Ev)
+    scores_batch = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2])
+    kwargs = {"scale": rng.choice([None, rng.uniform(0.05, 2.0)])}
+
+    kind = rng.choice(["none", "causal", "bool", "float"])
+    if kind == "causal":
+        kwargs["is_causal"] = True
+    elif kind in ("bool", "float"):
+        # Mask of rank 2 up to the rank of the scores (the full rank half of the
+        # time), with size 1 in some dimensions.
+        start = 0 if rng.random() < 0.5 else rng.randint(0, len(scores_batch))
+        mask_batch = [1 if rng.random() < 0.3 else n for n in scores_batch[start:]]
+        rows = 1 if rng.random() < 0.2 else T_q
+        allowed = torch.rand(*mask_batch, rows, T_k, generator=gen) < 0.7
+        if rng.random() < 0.5:  # a query that may attend to no key at all
+            allowed[..., rng.randrange(rows), :] = False
+        if kind == "bool":
+            kwargs["attn_mask"] = allowed
+        else:
+            bias = randn(*allowed.shape)
+            kwargs["attn_mask"] = bias.masked_fill(~allowed, float("-inf"))
+    return query, key, value, kwargs
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("seed", range(N_CONFIGS))
+def test_matches_torch_on_random_configs(seed, dtype):
+    query, key, value, kwargs = random_config(seed, dtype)
+    expected = F.scaled_dot_product_attention(query, key, value, **kwargs)
+    output, weights = scaled_dot_product_attention(
+        query, key, value, **kwargs, return_weights=True
+    )
+    torch.testing.assert_close(output, expected, **TOLERANCES[dtype])
+    assert torch.equal(output, weights @ value)
+    # Each row of weights sums to 1, or is all 0 for a query that may attend nowhere.
+    row_sums = weights.sum(dim=-1)
+    assert (torch.isclose(row_sums, torch.ones_like(row_sums)) | (row_sums == 0)).all()
+
+
+def test_random_configs_cover_the_interesting_cases():
+    """The random configurations include every case the comparison is meant for."""
+    seen = set()
+    for seed in range(N_CONFIGS):
+        query, key, value, kwargs = random_config(seed, torch.float32)
+        mask = kwargs.get("attn_mask")
+        seen.add(f"rank {query.dim()}")
+        seen.add("T_q != T_k" if query.size(-2) != key.size(-2) else "T_q == T_k")
+        seen.add("E != Ev" if query.size(-1) != value.size(-1) else "E == Ev")
+        seen.add("default scale" if kwargs["scale"] is None else "custom scale")
+        seen.add("causal" if kwargs.get("is_causal") else "not causal")
+        if query.shape[:-2] != key.shape[:-2]:
+            seen.add("broadcast batch")
+        if mask is not None:
+            allowed = mask if mask.dtype == torch.bool else ~torch.isneginf(mask)
+            seen.add(f"{mask.dtype} mask of rank {mask.dim()}")
+            if not allowed.any(dim=-1).all():
+                seen.add(f"{mask.dtype} mask with a fully masked row")
+    expected = {
+        "rank 2",
+        "rank 3",
+        "rank 4",
+        "T_q != T_k",
+        "E != Ev",
+        "default scale",
+        "custom scale",
+        "causal",
+        "not causal",
+        "broadcast batch",
+        *(
+            f"{dtype} mask of rank {rank}"
+            for dtype in ("torch.bool", "torch.float32")
+            for rank in (2, 3, 4)
+        ),
+        "torch.bool mask with a fully masked row",
+        "torch.float32 mask with a fully masked row",
+    }
+    assert expected <= seen, f"not covered: {sorted(expected - seen)}"
+
+
+@pytest.mark.parametrize("T_q, T_k", [(3, 5), (5, 3), (4, 4)])
+def test_is_causal_is_top_left_aligned(T_q, T_k):
+    gen = torch.Generator().manual_seed(0)
+    query = torch.randn(2, T_q, 4, generator=gen)
+    key = torch.randn(2, T_k, 4, generator=gen)
+    value = torch.randn(2, T_k, 3, generator=gen)
+    output, weights = scaled_dot_product_attention(
+        query, key, value, is_causal=True, return_weights=True
+    )
+    future = ~torch.ones(T_q, T_k, dtype=torch.bool).tril()
+    assert (weights[:, future] == 0).all()
+    assert (weights[:, ~future] > 0).all()
+    expected = F.scaled_dot_product_attention(query, key, value, is_causal=True)
+    torch.testing.assert_close(output, expected, atol=1e-6, rtol=1e-6)
+
+
+def test_default_scale_is_one_over_sqrt_E():
+    gen = torch.Generator().manual_seed(0)
+    query, key, value = (torch.randn(3, 16, generator=gen) for _ in range(3))
+    default = scaled_dot_product_attention(query, key, value)
+    explicit = scaled_dot_product_attention(query, key, value, scale=1 / 16**0.5)
+    torch.testing.assert_close(default, explicit, atol=0, rtol=0)
+
+
+def fully_masked_inputs(dtype=torch.float32):
+    """Inputs where query 1 of every batch entry may attend to no key."""
+    gen = torch.Generator().manual_seed(0)
+    query = torch.randn(2, 3, 4, generator=gen, dtype=dtype)
+    key = torch.randn(2, 5, 4, generator=gen, dtype=dtype)
+    value = torch.randn(2, 5, 2, generator=gen, dtype=dtype)
+    allowed = torch.rand(3, 5, generator=gen) < 0.7
+    allowed[0] = True
+    allowed[1] = False
+    return query, key, value, allowed
+
+
+@pytest.mark.parametrize("kind", ["bool", "float"])
+def test_fully_masked_row_gives_zero_weights_and_output_like_torch(kind):
+    query, key, value, allowed = fully_masked_inputs()
+    if kind == "bool":
+        mask = allowed
+    else:
+        mask = torch.zeros(3, 5).masked_fill(~allowed, float("-inf"))
+    output, weights = scaled_dot_product_attention(
+        query, key, value, attn_mask=mask, return_weights=True
+    )
+    assert (weights[:, 1] == 0).all()
+    assert (output[:, 1] == 0).all()
+    expected = F.scaled_dot_product_attention(query, key, value, attn_mask=mask)
+    assert (expected[:, 1] == 0).all()  # what PyTorch does, and what we copy
+    torch.testing.assert_close(output, expected, atol=1e-6, rtol=1e-6)
+
+
+def test_return_weights_gives_the_weights_actually_used():
+    query, key, value, allowed = fully_masked_inputs()
+    output, weights = scaled_dot_product_attention(
+        query, key, value, attn_mask=allowed, return_weights=True
+    )
+    assert weights.shape == (2, 3, 5)
+    torch.testing.assert_close(output, weights @ value, atol=0, rtol=0)
+    assert (weights >= 0).all()
+    assert (weights[:, ~allowed] == 0).all()
+    row_sums = weights.sum(dim=-1)  # (B, T_q): 1, except 0 for the masked query
+    expected_sums = torch.tensor([1.0, 0.0, 1.0]).expand(2, 3)
+    torch.testing.assert_close(row_sums, expected_sums, atol=1e-6, rtol=0)
+    assert torch.equal(output, scaled_dot_product_attention(query, key, value, allowed))
+
+
+def test_matches_torch_for_float64_with_fully_masked_row():
+    query, key, value, allowed = fully_masked_inputs(torch.float64)
+    output = scaled_dot_product_attention(query, key, value, attn_mask=allowed)
+    expected = F.scaled_dot_product_attention(query, key, value, attn_mask=allowed)
+    assert output.dtype == torch.float64
+    torch.testing.assert_close(output, expected, atol=1e-12, rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["bool", "float", "causal"])
+def test_gradients_match_torch_and_have_no_nan(kind):
+    query, key, value, allowed = fully_masked_inputs()
+    kwargs = {
+        "bool": {"attn_mask": allowed},
+        "float": {"attn_mask": torch.zeros(3, 5).masked_fill(~allowed, -torch.inf)},
+        "causal": {"is_causal": True},
+    }[kind]
+    grads = {}
+    for name, fn in [
+        ("ours", scaled_dot_product_attention),
+        ("torch", F.scaled_dot_product_attention),
+    ]:
+        inputs = [t.clone().requires_grad_() for t in (query, key, value)]
+        fn(*inputs, **kwargs).pow(2).sum().backward()
+        grads[name] = [t.grad for t in inputs]
+    for ours, expected in zip(grads["ours"], grads["torch"], strict=True):
+        assert not ours.isnan().any()
+        torch.testing.assert_close(ours, expected, atol=1e-5, rtol=1e-5)
+    if kind != "causal":
+        assert (grads["ours"][0][:, 1] == 0).all()  # the masked query learns nothing
+
+
+def dropout_inputs():
+    gen = torch.Generator().manual_seed(0)
+    query = torch.randn(2, 3, 4, generator=gen)
+    key = torch.randn(2, 4, 4, generator=gen)
+    value = torch.randn(2, 4, 5, generator=gen)
+    return query, key, value
+
+
+def test_no_dropout_when_not_training():
+    query, key, value = dropout_inputs()
+    no_dropout = scaled_dot_product_attention(query, key, value)
+    eval_mode = scaled_dot_product_attention(
+        query, key, value, dropout_p=0.5, training=False
+    )
+    assert torch.equal(eval_mode, no_dropout)
+
+
+def test_dropout_is_reproducible_with_a_generator():
+    query, key, value = dropout_inputs()
+
+    def run(seed):
+        gen = torch.Generator().manual_seed(seed)
+        return scaled_dot_product_attention(
+            query, key, value, dropout_p=0.5, generator=gen, return_weights=True
+        )
+
+    for first, again in zip(run(123), run(123), strict=True):
+        assert torch.equal(first, again)
+    assert not torch.equal(run(123)[1], run(124)[1])
+
+
+def test_dropout_zeroes_weights_and_rescales_the_kept_ones():
+    query, key, value = dropout_inputs()
+    p = 0.25
+    _, weights = scaled_dot_product_attention(query, key, value, return_weights=True)
+    gen = torch.Generator().manual_seed(0)
+    output, dropped = scaled_dot_product_attention(
+        query, key, value, dropout_p=p, generator=gen, return_weights=True
+    )
+    kept = dropped != 0
+    assert kept.any() and not kept.all()
+    assert torch.equal(dropped[kept], weights[kept] / (1 - p))
+    assert torch.equal(output, dropped @ value)
+
+
+def test_dropout_keeps_the_weights_right_on_average():
+    query, key, value = dropout_inputs()
+    p, n_draws = 0.25, 10_000
+    _, weights = scaled_dot_product_attention(query, key, value, return_weights=True)
+    # A new batch dimension of n_draws copies: each copy gets its own dropout mask.
+    query = query.expand(n_draws, *query.shape)  # (B, T_q, E) -> (N, B, T_q, E)
+    gen = torch.Generator().manual_seed(0)
+    _, dropped = scaled_dot_product_attention(
+        query, key, value, dropout_p=p, generator=gen, return_weights=True
+    )
+    # Each dropped weight is w / (1 - p) with probability 1 - p, else 0: its mean is
+    # w and its standard deviation w * sqrt(p / (1 - p)) = 0.58 w. The mean of 10,000
+    # draws then has a standard deviation of 0.0058 w <= 0.0058, so atol=0.03 is more
+    # than 5 standard deviations (and the seed is fixed, so the test cannot flake).
+    torch.testing.assert_close(dropped.mean(dim=0), weights, atol=0.03, rtol=0)
+    # The fraction dropped, over 240,000 weights, has standard deviation
+    # sqrt(p (1 - p) / 240,000) < 0.001.
+    fraction_dropped = (dropped == 0).float().mean().item()
+    assert abs(fraction_dropped - p) < 0.01

@@ -1,0 +1,125 @@
+"""Masks in ``attn_course.masks``: shapes, dtypes and the True = may attend rule."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attn_course import (
+    causal_mask,
+    key_padding_to_attn_mask,
+    padding_mask,
+    scaled_dot_product_attention,
+    to_additive_mask,
+)
+
+
+@pytest.mark.parametrize("T_q, T_k", [(1, 1), (4, 4), (2, 5), (5, 2)])
+def test_causal_mask_is_the_top_left_lower_triangle(T_q, T_k):
+    mask = causal_mask(T_q, T_k)
+    assert mask.shape == (T_q, T_k)
+    assert mask.dtype == torch.bool
+    for i in range(T_q):
+        for j in range(T_k):
+            assert mask[i, j] == (j <= i)  # query i may attend to keys 0..i
+
+
+def test_causal_mask_defaults_to_square_on_the_given_device():
+    mask = causal_mask(3, device="cpu")
+    assert torch.equal(mask, causal_mask(3, 3))
+    assert mask.device == torch.device("cpu")
+
+
+@pytest.mark.parametrize("T_q, T_k", [(3, 5), (5, 3), (4, 4)])
+def test_causal_mask_gives_the_same_attention_as_is_causal(T_q, T_k):
+    gen = torch.Generator().manual_seed(0)
+    query = torch.randn(2, T_q, 4, generator=gen)
+    key = torch.randn(2, T_k, 4, generator=gen)
+    value = torch.randn(2, T_k, 3, generator=gen)
+    with_mask = scaled_dot_product_attention(
+        query, key, value, attn_mask=causal_mask(T_q, T_k)
+    )
+    expected = F.scaled_dot_product_attention(query, key, value, is_causal=True)
+    torch.testing.assert_close(with_mask, expected, atol=1e-6, rtol=1e-6)
+
+
+@pytest.mark.parametrize("lengths", [[3, 1, 0], (3, 1, 0), torch.tensor([3, 1, 0])])
+def test_padding_mask_marks_the_real_tokens(lengths):
+    mask = padding_mask(lengths)
+    expected = torch.tensor(
+        [[True, True, True], [True, False, False], [False, False, False]]
+    )
+    assert mask.dtype == torch.bool
+    assert torch.equal(mask, expected)
+
+
+def test_padding_mask_pads_to_max_len():
+    mask = padding_mask([2, 4], max_len=6)
+    assert mask.shape == (2, 6)
+    assert mask.sum(dim=1).tolist() == [2, 4]
+    assert torch.equal(mask[0], torch.tensor([True] * 2 + [False] * 4))
+
+
+def test_key_padding_to_attn_mask_is_a_b11t_view():
+    mask = padding_mask([2, 3])  # (B, T_k)
+    attn_mask = key_padding_to_attn_mask(mask)  # (B, 1, 1, T_k)
+    assert attn_mask.shape == (2, 1, 1, 3)
+    assert attn_mask.dtype == torch.bool
+    assert torch.equal(attn_mask[:, 0, 0], mask)
+
+
+def padded_batch():
+    """Multi-head inputs for B=3 sequences of lengths 4, 2 and 0 (all padding)."""
+    gen = torch.Generator().manual_seed(0)
+    B, H, T, d = 3, 2, 4, 5
+    query, key, value = (torch.randn(B, H, T, d, generator=gen) for _ in range(3))
+    return query, key, value, padding_mask([4, 2, 0], max_len=T)
+
+
+def test_padding_mask_with_sdpa_matches_torch():
+    query, key, value, mask = padded_batch()
+    attn_mask = key_padding_to_attn_mask(mask)  # (B, T_k) -> (B, 1, 1, T_k)
+    output, weights = scaled_dot_product_attention(
+        query, key, value, attn_mask=attn_mask, return_weights=True
+    )
+    expected = F.scaled_dot_product_attention(query, key, value, attn_mask=attn_mask)
+    torch.testing.assert_close(output, expected, atol=1e-6, rtol=1e-6)
+    assert (weights[1, :, :, 2:] == 0).all()  # the padding of sequence 1 is ignored
+    assert (output[2] == 0).all()  # a sequence of padding only attends to nothing
+
+
+def test_to_additive_mask_values_and_dtype():
+    mask = torch.tensor([[True, False], [False, True]])
+    additive = to_additive_mask(mask)
+    assert additive.dtype == torch.float32
+    assert additive.shape == mask.shape
+    assert torch.equal(additive, torch.tensor([[0.0, -torch.inf], [-torch.inf, 0.0]]))
+    assert to_additive_mask(mask, dtype=torch.float64).dtype == torch.float64
+
+
+def test_to_additive_mask_gives_the_same_attention_as_the_bool_mask():
+    query, key, value, mask = padded_batch()
+    bool_mask = key_padding_to_attn_mask(mask) & causal_mask(4)  # (B, 1, 4, 4)
+    output, weights = scaled_dot_product_attention(
+        query, key, value, attn_mask=bool_mask, return_weights=True
+    )
+    additive = to_additive_mask(bool_mask)
+    output_add, weights_add = scaled_dot_product_attention(
+        query, key, value, attn_mask=additive, return_weights=True
+    )
+    torch.testing.assert_close(output_add, output, atol=0, rtol=0)
+    torch.testing.assert_close(weights_add, weights, atol=0, rtol=0)
+    expected = F.scaled_dot_product_attention(query, key, value, attn_mask=additive)
+    torch.testing.assert_close(output_add, expected, atol=1e-6, rtol=1e-6)
+
+
+def test_true_means_may_attend_and_the_inverted_mask_differs():
+    """The SDPA convention: True = may attend (nn.MultiheadAttention is opposite)."""
+    gen = torch.Generator().manual_seed(0)
+    query = torch.randn(1, 4, generator=gen)
+    key = torch.randn(3, 4, generator=gen)
+    value = torch.randn(3, 2, generator=gen)
+    only_key_0 = torch.tensor([[True, False, False]])
+    output = scaled_dot_product_attention(query, key, value, attn_mask=only_key_0)
+    torch.testing.assert_close(output, value[:1], atol=0, rtol=0)
+    inverted = scaled_dot_product_attention(query, key, value, attn_mask=~only_key_0)
+    assert not torch.allclose(inverted, output)
