@@ -162,8 +162,32 @@ def execute(path: Path) -> float:
             else:
                 os.environ[key] = value
     elapsed = time.perf_counter() - start
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.outputs = _merge_streams(cell.outputs)
     nbformat.write(notebook, path)
     return elapsed
+
+
+def _merge_streams(outputs):
+    """Join consecutive prints to the same stream into one output.
+
+    How a cell's prints are split into stream messages depends on timing; merged, the
+    stored notebook is the same on every run.
+    """
+    merged = []
+    for output in outputs:
+        previous = merged[-1] if merged else None
+        if (
+            output.output_type == "stream"
+            and previous is not None
+            and previous.output_type == "stream"
+            and previous.name == output.name
+        ):
+            previous.text += output.text
+        else:
+            merged.append(output)
+    return merged
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -174,10 +198,10 @@ def main(argv: list[str] | None = None) -> int:
         "paths", nargs="*", type=Path, help="notebooks (default: all in chapters/)"
     )
     args = parser.parse_args(argv)
-    paths = args.paths or chapter_notebooks()
+    paths = [path.resolve() for path in args.paths] or chapter_notebooks()
     for path in paths:
         print(f"executing {path.relative_to(ROOT)} ...", flush=True)
-        print(f"  done in {execute(path.resolve()):.1f} s", flush=True)
+        print(f"  done in {execute(path):.1f} s", flush=True)
     return 0
 
 
