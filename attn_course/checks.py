@@ -216,6 +216,15 @@ def _require_weights(weights, name, where=""):
         raise AssertionError(f"{name}{where}: {what}.{hint}")
 
 
+def _require_callable(fn, check, example):
+    """Raise unless the learner passed a function, not the result of calling one."""
+    if not callable(fn):
+        raise TypeError(
+            f"{check} expects your function itself, got {type(fn).__name__}; pass "
+            f"it without calling it: {check}({example}), not {check}({example}(x))"
+        )
+
+
 def _call(fn, check, args, description):
     """Call the learner's ``fn``; wrap any error it raises in an AssertionError."""
     try:
@@ -414,12 +423,7 @@ def check_softmax(fn):
     ...
     AssertionError: check_softmax: ... large scores ... found NaN ... overflows ...
     """
-    if not callable(fn):
-        raise TypeError(
-            f"check_softmax expects your softmax function itself, got "
-            f"{type(fn).__name__}; pass the function without calling it: "
-            "check_softmax(softmax), not check_softmax(softmax(x))"
-        )
+    _require_callable(fn, "check_softmax", "softmax")
     cases = _softmax_inputs()
     for description, original in cases:
         x = original.clone()
@@ -580,12 +584,7 @@ def check_attention_fn(fn):
     ✅ check_attention_fn: your attention function is correct; its weights and
     context vectors match on the 2 toy sentences and 2 random inputs.
     """
-    if not callable(fn):
-        raise TypeError(
-            f"check_attention_fn expects your function itself, got "
-            f"{type(fn).__name__}; pass it without calling it: "
-            "check_attention_fn(attention), not check_attention_fn(attention(x))"
-        )
+    _require_callable(fn, "check_attention_fn", "attention")
     cases = _attention_inputs()
     for description, original in cases:
         x = original.clone()

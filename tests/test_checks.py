@@ -179,8 +179,10 @@ def test_check_softmax_wraps_errors_raised_by_the_learner():
     assert "raised RuntimeError on a small vector" in str(info.value)
     assert "dimension out of range: boom" in str(info.value)
     assert isinstance(info.value.__cause__, RuntimeError)
-    with pytest.raises(TypeError, match="without calling it"):
+    with pytest.raises(TypeError, match=r"check_softmax\(softmax\), not"):
         checks.check_softmax(torch.tensor([1.0]))
+    with pytest.raises(TypeError, match=r"got tuple; pass it without calling it"):
+        checks.check_attention_fn((torch.eye(2), torch.eye(2)))
 
 
 def test_check_softmax_does_not_touch_global_random_state():
