@@ -32,9 +32,20 @@ import numpy as np
 import torch
 
 from .functional import scaled_dot_product_attention
-from .plot import weight_bars
+from .masks import causal_mask, to_additive_mask
+from .plot import attention_heatmap, weight_bars
 
-__all__ = ["AttentionExplorer", "ExplorerState", "attention_explorer", "explore"]
+__all__ = [
+    "MASK_CONVENTIONS",
+    "AttentionExplorer",
+    "ExplorerState",
+    "MaskExplorer",
+    "MaskState",
+    "attention_explorer",
+    "explore",
+    "mask_explore",
+    "mask_explorer",
+]
 
 
 class ExplorerState(NamedTuple):
@@ -415,3 +426,324 @@ def attention_explorer(tokens, embeddings, *, query_index=1, temperature=1.0):
     return AttentionExplorer(
         tokens, embeddings, query_index=query_index, temperature=temperature
     )
+
+
+# --- Chapter 3: causal mask explorer ---
+
+MASK_CONVENTIONS = {
+    "bool": "bool mask, True = may attend (SDPA)",
+    "additive": "float mask added to the scores, 0 / -inf",
+    "is_causal": "is_causal=True, no mask tensor",
+    "inverted": "nn.MultiheadAttention's mask (True = blocked) given to SDPA: a bug",
+}
+"""The ways :class:`MaskExplorer` can pass a causal mask: key -> description."""
+
+
+class MaskState(NamedTuple):
+    """The attention weights under one mask, and what the mask let through.
+
+    Attributes
+    ----------
+    allowed : torch.Tensor
+        Bool, ``True`` where query ``i`` could attend to key ``j`` under the mask
+        as it was actually applied (all ``True`` without a mask).
+    weights : torch.Tensor
+        The attention weights; a query that may attend to no key gets zeros.
+    future_weight : float
+        The weight all queries together put on keys after them (``j > i``): 0 for a
+        causal mask, more than 0 when the future leaks in.
+    empty_rows : tuple of int
+        The queries that may attend to no key at all.
+
+    Shapes
+    ------
+    allowed : (T_q, T_k); weights : (T_q, T_k).
+
+    Examples
+    --------
+    >>> import torch
+    >>> x = torch.eye(3)
+    >>> state = mask_explore(x, x, causal=True)
+    >>> state.future_weight, state.empty_rows
+    (0.0, ())
+    """
+
+    allowed: torch.Tensor
+    weights: torch.Tensor
+    future_weight: float
+    empty_rows: tuple
+
+
+def _as_vectors(tensor, name):
+    """Return ``tensor`` as a floating-point ``(T, d)`` tensor, or raise."""
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(
+            f"{name} must be a torch.Tensor of shape (T, d), got "
+            f"{type(tensor).__name__}; e.g. {name} = module.W_{name[:-1]}(x)"
+        )
+    if tensor.dim() != 2:
+        raise ValueError(
+            f"{name} must have shape (T, d), one row per token, got shape "
+            f"{tuple(tensor.shape)}; for a batch pick one sequence, e.g. {name}[0]"
+        )
+    return tensor.detach().float()
+
+
+def mask_explore(queries, keys, *, causal=True, convention="bool"):
+    """Attention weights with or without a causal mask, passed one of four ways.
+
+    A pure function, computed with :func:`attn_course.scaled_dot_product_attention`
+    (scale ``1 / sqrt(d)``). The first three conventions of
+    :data:`MASK_CONVENTIONS` give the same causal weights; ``"inverted"`` passes
+    ``~causal_mask(T)``, a mask in ``nn.MultiheadAttention``'s convention (True =
+    blocked), to a function that reads True as *may attend*: no error, but every
+    query sees only the future, and the last query sees nothing.
+
+    Parameters
+    ----------
+    queries : torch.Tensor
+        One query vector per token.
+    keys : torch.Tensor
+        One key vector per token, the same width as the queries.
+    causal : bool, default True
+        Apply a causal mask; ``False`` lets every query see every key.
+    convention : str, default "bool"
+        How the mask is passed: a key of :data:`MASK_CONVENTIONS`. Ignored when
+        ``causal=False``.
+
+    Returns
+    -------
+    MaskState
+        ``(allowed, weights, future_weight, empty_rows)``.
+
+    Shapes
+    ------
+    queries : (T_q, d); keys : (T_k, d) -> allowed, weights : (T_q, T_k).
+
+    Raises
+    ------
+    ValueError
+        If ``convention`` is unknown, or the inputs are not 2-D or differ in width.
+    TypeError
+        If ``queries`` or ``keys`` is not a tensor.
+
+    Examples
+    --------
+    >>> import torch
+    >>> x = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    >>> mask_explore(x, x, causal=True).weights.round(decimals=2)
+    tensor([[1.0000, 0.0000, 0.0000],
+            [0.3300, 0.6700, 0.0000],
+            [0.2500, 0.2500, 0.5000]])
+    >>> bug = mask_explore(x, x, causal=True, convention="inverted")
+    >>> bug.weights.round(decimals=2)
+    tensor([[0.0000, 0.3300, 0.6700],
+            [0.0000, 0.0000, 1.0000],
+            [0.0000, 0.0000, 0.0000]])
+    >>> bug.empty_rows
+    (2,)
+    """
+    if convention not in MASK_CONVENTIONS:
+        raise ValueError(
+            f"convention={convention!r} is not one of {tuple(MASK_CONVENTIONS)}: "
+            + "; ".join(f"{key!r} = {text}" for key, text in MASK_CONVENTIONS.items())
+        )
+    q = _as_vectors(queries, "queries")  # (T_q, d)
+    k = _as_vectors(keys, "keys")  # (T_k, d)
+    if q.shape[1] != k.shape[1]:
+        raise ValueError(
+            f"queries and keys must have the same width d, got queries "
+            f"{tuple(q.shape)} and keys {tuple(k.shape)}"
+        )
+    T_q, T_k = q.shape[0], k.shape[0]
+    causal_allowed = causal_mask(T_q, T_k)  # (T_q, T_k), True = may attend
+    options = {}
+    allowed = torch.ones(T_q, T_k, dtype=torch.bool)  # no mask: everything
+    if causal and convention == "bool":
+        options["attn_mask"] = allowed = causal_allowed
+    elif causal and convention == "additive":
+        options["attn_mask"] = to_additive_mask(causal_allowed)  # 0 / -inf
+        allowed = causal_allowed
+    elif causal and convention == "is_causal":
+        options["is_causal"] = True
+        allowed = causal_allowed
+    elif causal:  # "inverted": True = blocked, read as True = may attend
+        options["attn_mask"] = allowed = ~causal_allowed
+    _, weights = scaled_dot_product_attention(
+        q, k, k, return_weights=True, **options
+    )  # (T_q, T_k)
+    future = weights.masked_fill(causal_allowed, 0.0)  # weights on keys j > i
+    empty = tuple(int(i) for i in (~allowed.any(dim=-1)).nonzero().reshape(-1))
+    return MaskState(allowed, weights, float(future.sum()), empty)
+
+
+class MaskExplorer(widgets.VBox):
+    """An ipywidgets app: switch the causal mask on and off, and choose how it is
+    passed, and see the attention weights as a heatmap.
+
+    A ``Checkbox`` turns the causal mask on or off, a ``Dropdown`` picks one of
+    :data:`MASK_CONVENTIONS`, and an ``Output`` shows the heatmap and one line that
+    says how much weight went to future keys and which queries saw no key at all.
+    Changing a control calls :meth:`update`, which recomputes with
+    :func:`mask_explore`; tests can set ``explorer.checkbox.value`` or
+    ``explorer.dropdown.value`` and read ``explorer.state``, no browser needed.
+
+    Parameters
+    ----------
+    tokens : sequence of str
+        The tokens, one per query and key row.
+    queries, keys : torch.Tensor
+        One query and one key vector per token, e.g. ``module.W_query(x)``.
+    causal : bool, default True
+        Whether the mask starts switched on.
+    convention : str, default "bool"
+        The convention shown first, a key of :data:`MASK_CONVENTIONS`.
+
+    Attributes
+    ----------
+    query_vectors, key_vectors : torch.Tensor
+        Copies of the queries and keys (``keys`` is a name ipywidgets reserves).
+    checkbox : ipywidgets.Checkbox
+        Its ``value`` switches the causal mask.
+    dropdown : ipywidgets.Dropdown
+        Its ``value`` is a key of :data:`MASK_CONVENTIONS`; disabled while the
+        mask is off.
+    output : ipywidgets.Output
+        Its ``outputs`` are a PNG of the heatmap and a summary line.
+    state : MaskState
+        The result for the current controls.
+    figure : matplotlib.figure.Figure
+        The heatmap for the current controls.
+
+    Shapes
+    ------
+    queries, keys : (T, d); state.weights : (T, T).
+
+    Examples
+    --------
+    >>> import torch
+    >>> x = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    >>> app = MaskExplorer(["a", "b", "c"], x, x)
+    >>> app.state.future_weight
+    0.0
+    >>> app.checkbox.value = False  # no mask: the future leaks in
+    >>> round(app.state.future_weight, 4), app.dropdown.disabled
+    (1.0, True)
+    >>> app.checkbox.value = True
+    >>> app.dropdown.value = "inverted"
+    >>> app.state.empty_rows
+    (2,)
+    >>> app
+    MaskExplorer(tokens=('a', 'b', 'c'), causal=True, convention='inverted')
+    """
+
+    def __init__(self, tokens, queries, keys, *, causal=True, convention="bool"):
+        state = mask_explore(queries, keys, causal=causal, convention=convention)
+        # Our own copies. (Not self.keys: ipywidgets uses that name for traits.)
+        self.query_vectors = _as_vectors(queries, "queries").clone()  # (T, d)
+        self.key_vectors = _as_vectors(keys, "keys").clone()  # (T, d)
+        T, T_k = self.query_vectors.shape[0], self.key_vectors.shape[0]
+        if tokens is None or T != T_k:
+            raise TypeError(
+                "tokens must be a sequence of str with one token per query and key "
+                f"row; got {T} queries and {T_k} keys"
+            )
+        self.tokens = _as_tokens(tokens, T)
+        self.checkbox = widgets.Checkbox(value=bool(causal), description="causal mask")
+        self.dropdown = widgets.Dropdown(
+            options=[(text, key) for key, text in MASK_CONVENTIONS.items()],
+            value=convention,
+            description="passed as",
+            disabled=not causal,
+            layout=widgets.Layout(width="34em"),
+        )
+        self.output = widgets.Output()
+        self.state = state
+        self.figure = None
+        super().__init__([widgets.HBox([self.checkbox, self.dropdown]), self.output])
+        self.checkbox.observe(self._on_change, names="value")
+        self.dropdown.observe(self._on_change, names="value")
+        self.update()
+
+    def __repr__(self):
+        return (
+            f"MaskExplorer(tokens={self.tokens}, causal={self.checkbox.value}, "
+            f"convention={self.dropdown.value!r})"
+        )
+
+    def _on_change(self, change):
+        """Widget callback: any new checkbox or dropdown value triggers a redraw."""
+        self.update()
+
+    def update(self):
+        """Recompute for the current controls and redraw the output.
+
+        Returns
+        -------
+        MaskState
+            The new :attr:`state`.
+        """
+        causal = self.checkbox.value
+        convention = self.dropdown.value
+        self.dropdown.disabled = not causal
+        state = mask_explore(
+            self.query_vectors, self.key_vectors, causal=causal, convention=convention
+        )
+        title = f"causal: {MASK_CONVENTIONS[convention]}" if causal else "no mask"
+        figure = attention_heatmap(state.weights, self.tokens, title=title)
+        empty = ", ".join(self.tokens[i] for i in state.empty_rows) or "none"
+        line = (
+            f"weight on future keys (summed over queries): {state.future_weight:.4f}; "
+            f"queries that see no key: {empty}\n"
+        )
+        self.state = state
+        self.figure = figure
+        self.output.outputs = (
+            {
+                "output_type": "display_data",
+                "data": {
+                    "image/png": base64.b64encode(figure._repr_png_()).decode("ascii"),
+                    "text/plain": repr(figure),
+                },
+                "metadata": {},
+            },
+            {"output_type": "stream", "name": "stdout", "text": line},
+        )
+        return state
+
+
+def mask_explorer(tokens, queries, keys, *, causal=True, convention="bool"):
+    """Build the interactive explorer of the causal mask and its conventions.
+
+    Parameters
+    ----------
+    tokens : sequence of str
+        The tokens, one per query and key row.
+    queries, keys : torch.Tensor
+        One query and one key vector per token.
+    causal : bool, default True
+        Whether the mask starts switched on.
+    convention : str, default "bool"
+        The convention shown first, a key of :data:`MASK_CONVENTIONS`.
+
+    Returns
+    -------
+    MaskExplorer
+        An ``ipywidgets.VBox``; display it by ending a cell with it.
+
+    Shapes
+    ------
+    queries, keys : (T, d).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from attn_course.data import your_journey
+    >>> tokens, x = your_journey()
+    >>> app = mask_explorer(tokens, x, x, convention="additive")
+    >>> app.state.future_weight
+    0.0
+    >>> app.figure.axes[0].get_title()
+    'causal: float mask added to the scores, 0 / -inf'
+    """
+    return MaskExplorer(tokens, queries, keys, causal=causal, convention=convention)

@@ -13,6 +13,7 @@ import math
 from numbers import Real
 
 import torch
+import torch.nn.functional as F
 
 from .masks import causal_mask
 
@@ -69,6 +70,9 @@ def scaled_dot_product_attention(
         ``training=False`` makes the call deterministic.
     generator : torch.Generator, optional
         Random number generator for the dropout mask, for reproducible dropout.
+        Without one, the mask is drawn from the global generator exactly as
+        ``nn.Dropout`` draws it, so after the same ``torch.manual_seed`` the weights
+        match code that applies ``nn.Dropout`` to them.
 
     Returns
     -------
@@ -171,7 +175,11 @@ def scaled_dot_product_attention(
 
     # Step 5: dropout on the weights (not on the scores). Each weight is kept with
     # probability 1 - p and scaled by 1 / (1 - p), so its expected value is unchanged.
-    if training and dropout_p > 0.0:
+    if training and dropout_p > 0.0 and generator is None:
+        # Without a generator, draw exactly as nn.Dropout does, so code that calls
+        # nn.Dropout on the weights gets the same mask after the same manual_seed.
+        weights = F.dropout(weights, p=dropout_p, training=True)  # (..., T_q, T_k)
+    elif training and dropout_p > 0.0:
         keep_prob = torch.full_like(weights, 1.0 - dropout_p)  # (..., T_q, T_k)
         keep = torch.bernoulli(keep_prob, generator=generator).bool()  # (..., T_q, T_k)
         weights = torch.where(keep, weights / (1.0 - dropout_p), 0.0)

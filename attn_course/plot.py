@@ -29,7 +29,14 @@ import torch
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 
-__all__ = ["attention_heatmap", "heatmap_grid", "temperature_panel", "weight_bars"]
+__all__ = [
+    "attention_heatmap",
+    "heatmap_grid",
+    "heatmap_panels",
+    "line_panels",
+    "temperature_panel",
+    "weight_bars",
+]
 
 _BAR_COLOR = "#3b75af"
 
@@ -613,4 +620,319 @@ def temperature_panel(tokens, embeddings, query_index, temperatures=(0.25, 1.0, 
         ax.set_ylabel("")
     query = labels[query_index]
     fig.suptitle(f'weights of query "{query}" = softmax(scores / temperature)')
+    return fig
+
+
+# --- Chapter 2: curves over a shared x axis (e.g. over d_k) ---
+
+
+def _curve_values(values, count, *, where):
+    """Return a curve's y values as a float64 array of length ``count``."""
+    array = _as_array(values, where)
+    if array.ndim == 0:
+        return array  # a single number: drawn as a horizontal reference line
+    if array.ndim != 1 or array.shape[0] != count:
+        raise ValueError(
+            f"{where} has shape {_shape(array)}, but x has {count} values; give "
+            f"one y value per x value (shape ({count},)), or a single number for a "
+            "horizontal reference line"
+        )
+    return array
+
+
+def line_panels(
+    x,
+    panels,
+    *,
+    xlabel="x",
+    ylabels=None,
+    log_x=False,
+    log_y=False,
+    ncols=None,
+    suptitle=None,
+):
+    """Draw panels of curves that share one x axis, e.g. measurements over ``d_k``.
+
+    Each panel is a title and a mapping from curve labels to y values, one per x
+    value. A curve given as a single number is drawn as a grey horizontal line, for
+    a reference level such as a theoretical value; the reference lines of a panel
+    are dashed, dotted and dash-dotted in turn. Every panel gets a legend.
+
+    Parameters
+    ----------
+    x : sequence of numbers, torch.Tensor or numpy.ndarray
+        The shared x values, shape ``(N,)``.
+    panels : mapping of str to mapping of str to values
+        ``{panel title: {curve label: y values}}``; each y is ``(N,)`` or a number.
+    xlabel : str, default "x"
+        Label of every x axis.
+    ylabels : sequence of str, optional
+        One y-axis label per panel.
+    log_x : bool or int, default False
+        Logarithmic x axis: ``True`` for base 10, or the base, e.g. ``2`` for
+        x values 2, 4, 8, ...
+    log_y : bool or sequence of bool, default False
+        Logarithmic y axis for every panel, or one flag per panel.
+    ncols : int, optional
+        Panels per row; ``None`` puts up to 3 in a row.
+    suptitle : str, optional
+        Title above all panels.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One axes per panel, in the order of ``panels``.
+
+    Shapes
+    ------
+    x : (N,); each curve : (N,) or a single number.
+
+    Raises
+    ------
+    TypeError
+        If ``panels`` or one of its values is not a mapping.
+    ValueError
+        If there are no panels, a panel has no curves, a curve's length differs
+        from ``x``, or the number of ``ylabels`` or ``log_y`` flags is wrong.
+
+    Examples
+    --------
+    >>> d_k = [2, 4, 8, 16]
+    >>> fig = line_panels(
+    ...     d_k,
+    ...     {"variance of q . k": {"measured": [2.1, 3.9, 8.2, 15.8], "d_k": d_k}},
+    ...     xlabel="d_k",
+    ...     log_x=2,
+    ... )
+    >>> ax = fig.axes[0]
+    >>> ax.get_title(), ax.get_xscale()
+    ('variance of q . k', 'log')
+    >>> [line.get_label() for line in ax.get_lines()]
+    ['measured', 'd_k']
+    """
+    if not hasattr(panels, "items"):
+        raise TypeError(
+            f"panels must be a dict {{title: {{label: y values}}}}, got "
+            f"{type(panels).__name__}; e.g. {{'loss': {{'train': losses}}}}"
+        )
+    if len(panels) == 0:
+        raise ValueError("line_panels needs at least one panel, got none")
+    xs = _as_array(x, "x")
+    if xs.ndim != 1 or xs.shape[0] == 0:
+        raise ValueError(f"x must be a non-empty 1-D sequence, got shape {_shape(xs)}")
+    count = len(panels)
+    if ylabels is not None and (isinstance(ylabels, str) or len(ylabels) != count):
+        received = 1 if isinstance(ylabels, str) else len(ylabels)
+        raise ValueError(
+            f"got {received} ylabels for {count} panels; pass one label per panel"
+        )
+    flags = [log_y] * count if isinstance(log_y, bool) else list(log_y)
+    if len(flags) != count:
+        raise ValueError(
+            f"got {len(flags)} log_y flags for {count} panels; pass one bool per "
+            "panel, or a single bool for all"
+        )
+    if ncols is None:
+        ncols = min(count, 3)
+    if not isinstance(ncols, int) or isinstance(ncols, bool) or ncols < 1:
+        raise ValueError(f"ncols must be a positive int, got ncols={ncols!r}")
+    ncols = min(ncols, count)
+    nrows = math.ceil(count / ncols)
+    fig = _new_figure(min(18.0, 4.4 * ncols), 3.3 * nrows + (0.4 if suptitle else 0))
+    grid = fig.subplots(nrows, ncols, squeeze=False)
+    markers = "os^Dv<>"
+    dashes = ("--", ":", "-.")  # reference lines, told apart by their dashes
+    for i, (title, curves) in enumerate(panels.items()):
+        if not hasattr(curves, "items"):
+            raise TypeError(
+                f"panel {title!r} must be a dict {{label: y values}}, got "
+                f"{type(curves).__name__}; e.g. {{'measured': values}}"
+            )
+        if len(curves) == 0:
+            raise ValueError(f"panel {title!r} has no curves; give it at least one")
+        ax = grid[i // ncols][i % ncols]
+        references = 0
+        for j, (label, values) in enumerate(curves.items()):
+            where = f"curve {label!r} of panel {title!r}"
+            ys = _curve_values(values, xs.shape[0], where=where)
+            if ys.ndim == 0:
+                style = dashes[references % len(dashes)]
+                ax.axhline(float(ys), color="0.35", linestyle=style, label=str(label))
+                references += 1
+            else:
+                marker = markers[j % len(markers)] if xs.shape[0] <= 20 else None
+                ax.plot(xs, ys, marker=marker, markersize=4, label=str(label))
+        if log_x:
+            ax.set_xscale("log", base=10 if log_x is True else log_x)
+        if flags[i]:
+            ax.set_yscale("log")
+        ax.set_title(str(title))
+        ax.set_xlabel(xlabel)
+        if ylabels is not None:
+            ax.set_ylabel(ylabels[i])
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+        ax.spines[["top", "right"]].set_visible(False)
+    for ax in grid.ravel()[count:]:
+        ax.remove()  # empty slots of the last row
+    if suptitle is not None:
+        fig.suptitle(suptitle)
+    return fig
+
+
+# --- Chapter 6: encoder, decoder and cross-attention side by side ---
+
+
+def _per_panel(value, count, name, *, allow_str):
+    """One value per panel: a str (or None) is shared, a sequence is checked."""
+    if value is None or (allow_str and isinstance(value, str)):
+        return [value] * count
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise TypeError(
+            f"{name} must be a sequence with one entry per panel, got "
+            f"{type(value).__name__} {value!r}"
+        )
+    if len(value) != count:
+        raise ValueError(
+            f"{name} has {len(value)} entries for {count} panels; give one per panel"
+        )
+    return list(value)
+
+
+def heatmap_panels(
+    weights,
+    query_tokens=None,
+    key_tokens=None,
+    *,
+    titles=None,
+    xlabels="key",
+    ylabels="query",
+    annotate=False,
+    fmt="{:.2f}",
+    suptitle=None,
+    cmap="Blues",
+):
+    """Draw attention matrices of *different* shapes and tokens in one row.
+
+    :func:`heatmap_grid` shares one set of tokens between all panels; this helper
+    gives each panel its own, so that encoder self-attention (source x source),
+    decoder self-attention (target x target) and cross-attention (target x source)
+    can stand side by side. All panels share one colour scale and one colorbar, and
+    each panel is as wide as its number of keys.
+
+    Parameters
+    ----------
+    weights : sequence of torch.Tensor or numpy.ndarray
+        One 2-D matrix ``(T_q, T_k)`` per panel; shapes may differ.
+    query_tokens, key_tokens : sequence of (sequence of str or None), optional
+        Row and column labels, one sequence of tokens per panel (``None`` numbers
+        them).
+    titles : sequence of str, optional
+        One title per panel.
+    xlabels, ylabels : str or sequence of str, default "key", "query"
+        Axis labels, shared or one per panel.
+    annotate : bool, default False
+        Write each value in its cell.
+    fmt : str, default "{:.2f}"
+        Format of the written values.
+    suptitle : str, optional
+        Title above all panels.
+    cmap : str or matplotlib.colors.Colormap, default "Blues"
+        Colour map; the shared scale runs from 0 to 1, widened if values lie outside.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One axes per panel, then one colorbar axes.
+
+    Shapes
+    ------
+    weights[i] : (T_q_i, T_k_i); query_tokens[i] has T_q_i entries, key_tokens[i]
+    T_k_i.
+
+    Raises
+    ------
+    ValueError
+        If there are no matrices, a matrix is not 2-D, or the number of titles,
+        labels or tokens does not match.
+    TypeError
+        If the per-panel arguments are not sequences.
+
+    Examples
+    --------
+    >>> import torch
+    >>> source, target = ["the", "dog", "sees"], ["der", "Hund"]
+    >>> fig = heatmap_panels(
+    ...     [torch.full((3, 3), 1 / 3), torch.full((2, 3), 1 / 3)],
+    ...     query_tokens=[source, target],
+    ...     key_tokens=[source, source],
+    ...     titles=["encoder", "cross"],
+    ... )
+    >>> len(fig.axes)  # two panels and one colorbar
+    3
+    >>> [label.get_text() for label in fig.axes[1].get_yticklabels()]
+    ['der', 'Hund']
+    """
+    if isinstance(weights, (torch.Tensor, np.ndarray)) or not isinstance(
+        weights, Sequence
+    ):
+        raise TypeError(
+            "weights must be a list of 2-D matrices, one per panel, got "
+            f"{type(weights).__name__}; e.g. [encoder_weights, cross_weights] (for "
+            "a stack of equal shapes, heatmap_grid also works)"
+        )
+    matrices = [_as_array(m, f"weights[{i}]") for i, m in enumerate(weights)]
+    count = len(matrices)
+    if count == 0:
+        raise ValueError("heatmap_panels needs at least one matrix, got none")
+    for i, matrix in enumerate(matrices):
+        if matrix.ndim != 2:
+            raise ValueError(
+                f"weights[{i}] has shape {_shape(matrix)}, but each panel needs a 2-D "
+                "(T_q, T_k) matrix; from (B, H, T_q, T_k) weights pick one sentence "
+                "and one head, weights[0, h], or average the heads: "
+                "weights[0].mean(dim=0)"
+            )
+    if titles is None:
+        titles = [f"weights[{i}]" for i in range(count)]
+    titles = _per_panel(titles, count, "titles", allow_str=False)
+    rows = _per_panel(query_tokens, count, "query_tokens", allow_str=False)
+    cols = _per_panel(key_tokens, count, "key_tokens", allow_str=False)
+    xlabels = _per_panel(xlabels, count, "xlabels", allow_str=True)
+    ylabels = _per_panel(ylabels, count, "ylabels", allow_str=True)
+    _check_fmt(fmt)
+    labels = []
+    for i, matrix in enumerate(matrices):
+        shape = f"{_shape(matrix)} (weights[{i}])"
+        y = _labels(
+            rows[i], matrix.shape[0], arg="query_tokens", axis="rows", shape=shape
+        )
+        x = _labels(
+            cols[i], matrix.shape[1], arg="key_tokens", axis="columns", shape=shape
+        )
+        labels.append((x, y))
+    colour_map = matplotlib.colormaps.get_cmap(cmap)
+    norm = Normalize(*_colour_range(matrices))
+
+    widths = [m.shape[1] for m in matrices]
+    T_q = max(m.shape[0] for m in matrices)
+    fig = _new_figure(
+        min(18.0, 0.45 * sum(widths) + 1.3 * count + 1.0),
+        min(12.0, 0.45 * T_q + 1.8 + (0.4 if suptitle else 0.0)),
+    )
+    grid = fig.subplots(1, count, squeeze=False, width_ratios=widths)[0]
+    for i, (ax, matrix) in enumerate(zip(grid, matrices, strict=True)):
+        image = _draw_matrix(
+            ax, matrix, cmap=colour_map, norm=norm, annotate=annotate, fmt=fmt
+        )
+        x_labels, y_labels = labels[i]
+        _set_ticks(ax, x_labels, y_labels)
+        if xlabels[i] is not None:
+            ax.set_xlabel(xlabels[i])
+        if ylabels[i] is not None:
+            ax.set_ylabel(ylabels[i])
+        ax.set_title(str(titles[i]))
+    fig.colorbar(image, ax=list(grid), shrink=0.85)
+    if suptitle is not None:
+        fig.suptitle(suptitle)
     return fig

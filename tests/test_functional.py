@@ -277,3 +277,20 @@ def test_dropout_keeps_the_weights_right_on_average():
     # sqrt(p (1 - p) / 240,000) < 0.001.
     fraction_dropped = (dropped == 0).float().mean().item()
     assert abs(fraction_dropped - p) < 0.01
+
+
+def test_dropout_without_a_generator_draws_like_nn_dropout():
+    """Same manual_seed -> the same mask as nn.Dropout applied to the weights, so code
+    written with nn.Dropout (as in the seeds) gives the same numbers."""
+    query, key, value = dropout_inputs()
+    _, weights = scaled_dot_product_attention(query, key, value, return_weights=True)
+    with torch.random.fork_rng():
+        torch.manual_seed(7)
+        expected = torch.nn.Dropout(0.3)(weights)  # a new module is in training mode
+        torch.manual_seed(7)
+        output, dropped = scaled_dot_product_attention(
+            query, key, value, dropout_p=0.3, return_weights=True
+        )
+    assert torch.equal(dropped, expected)
+    assert (dropped == 0).any()
+    assert torch.equal(output, dropped @ value)

@@ -1,0 +1,714 @@
+"""A small encoder-decoder transformer that learns to translate on a CPU (Chapter 6).
+
+The model has the shape of the 2017 transformer, scaled down:
+
+- token embeddings plus fixed **sinusoidal** positions, for the source and the target;
+- an **encoder**: layers of bidirectional self-attention
+  (:class:`attn_course.modules.MultiHeadAttention` with ``causal=False``) and a
+  feed-forward network;
+- a **decoder**: layers of causal self-attention, **cross-attention** to the
+  encoder's output (:class:`attn_course.modules.CrossAttention`) and a feed-forward
+  network;
+- a residual connection around every sub-layer, with layer norm *before* it
+  (pre-norm), and a final layer norm and linear layer that give one score (logit)
+  per target-vocabulary word.
+
+Padding is masked on both sides: no query attends to a ``<pad>`` key. The module
+returns attention weights when asked (``return_weights=True``) instead of storing
+them. :func:`greedy_decode` translates, :func:`train` fits the model and
+:func:`exact_match` measures it.
+
+Shapes use these letters: ``B`` batch, ``T_s`` source length, ``T_t`` target length,
+``D`` = ``d_model``, ``H`` = ``num_heads``, ``V`` target vocabulary size, ``L``
+number of layers.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .modules import CrossAttention, MultiHeadAttention
+from .translation import iterate_batches
+
+__all__ = [
+    "AttentionMaps",
+    "DecoderLayer",
+    "EncoderLayer",
+    "EpochLog",
+    "FeedForward",
+    "Seq2SeqConfig",
+    "Seq2SeqTransformer",
+    "count_parameters",
+    "exact_match",
+    "greedy_decode",
+    "sequence_loss",
+    "sinusoidal_positions",
+    "train",
+    "translate",
+]
+
+
+@dataclass(frozen=True)
+class Seq2SeqConfig:
+    """Sizes and settings of a :class:`Seq2SeqTransformer`.
+
+    Parameters
+    ----------
+    src_vocab_size, tgt_vocab_size : int
+        Number of source and target tokens, special tokens included.
+    d_model : int, default 64
+        Width ``D`` of every token vector.
+    num_heads : int, default 4
+        Heads ``H`` of every attention layer; ``d_model`` must be divisible by it.
+    num_layers : int, default 2
+        Encoder layers, and as many decoder layers.
+    d_ff : int, default 128
+        Hidden width of the feed-forward networks.
+    context_length : int, default 16
+        The longest source or target sequence the model accepts.
+    dropout : float, default 0.0
+        Dropout on attention weights and after each sub-layer while training.
+    pad_id : int, default 0
+        Id of ``<pad>`` in both vocabularies.
+    causal_decoder : bool, default True
+        ``False`` lets the decoder's self-attention see future target tokens; that
+        is a bug, kept as an option only for the chapter's exercise.
+    """
+
+    src_vocab_size: int
+    tgt_vocab_size: int
+    d_model: int = 64
+    num_heads: int = 4
+    num_layers: int = 2
+    d_ff: int = 128
+    context_length: int = 16
+    dropout: float = 0.0
+    pad_id: int = 0
+    causal_decoder: bool = True
+
+
+def sinusoidal_positions(context_length, d_model):
+    """The fixed sine and cosine position vectors of the 2017 transformer.
+
+    Position ``t`` gets ``sin(t / 10000^(2i/D))`` in feature ``2i`` and
+    ``cos(t / 10000^(2i/D))`` in feature ``2i + 1``: fast waves in the first
+    features, slow ones in the last, so every position gets a different vector.
+
+    Parameters
+    ----------
+    context_length : int
+        Number of positions ``T``.
+    d_model : int
+        Width ``D``, even.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(T, D)``, float32, every entry in ``[-1, 1]``.
+
+    Examples
+    --------
+    >>> pe = sinusoidal_positions(4, 6)
+    >>> pe.shape
+    torch.Size([4, 6])
+    >>> pe[0]  # position 0: sin(0) = 0 and cos(0) = 1
+    tensor([0., 1., 0., 1., 0., 1.])
+    """
+    if d_model % 2:
+        raise ValueError(
+            f"d_model={d_model} must be even: features come in (sin, cos) pairs"
+        )
+    position = torch.arange(context_length, dtype=torch.float32)[:, None]  # (T, 1)
+    i = torch.arange(0, d_model, 2, dtype=torch.float32)  # (D/2,): 0, 2, 4, ...
+    angle = position / 10_000 ** (i / d_model)  # (T, 1) / (D/2,) -> (T, D/2)
+    pe = torch.zeros(context_length, d_model)
+    pe[:, 0::2] = torch.sin(angle)  # even features
+    pe[:, 1::2] = torch.cos(angle)  # odd features
+    return pe
+
+
+class FeedForward(nn.Module):
+    """Two linear layers with a ReLU between them, applied to each token on its own.
+
+    Shapes
+    ------
+    - x: ``(B, T, D)``
+    - output: ``(B, T, D)``
+
+    Examples
+    --------
+    >>> ff = FeedForward(d_model=8, d_ff=16)
+    >>> ff(torch.zeros(2, 3, 8)).shape
+    torch.Size([2, 3, 8])
+    """
+
+    def __init__(self, d_model, d_ff, dropout=0.0):
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Linear(d_model, d_ff),  # (B, T, D) -> (B, T, d_ff)
+            nn.ReLU(),
+            nn.Linear(d_ff, d_model),  # (B, T, d_ff) -> (B, T, D)
+            nn.Dropout(dropout),
+        )
+
+    def forward(self, x):
+        """Transform every token vector; see the class docstring for shapes."""
+        return self.net(x)
+
+
+class EncoderLayer(nn.Module):
+    """Bidirectional self-attention and a feed-forward network, each in a residual.
+
+    ``x = x + attention(norm(x))`` then ``x = x + feed_forward(norm(x))``: every
+    source token may attend to every real source token, before and after it.
+
+    Parameters
+    ----------
+    d_model, num_heads, d_ff, context_length : int
+    dropout : float, default 0.0
+
+    Shapes
+    ------
+    - x: ``(B, T_s, D)``
+    - src_mask: ``(B, T_s)`` bool, ``True`` = real token
+    - output: ``(B, T_s, D)``; weights ``(B, H, T_s, T_s)`` when asked
+
+    Examples
+    --------
+    >>> layer = EncoderLayer(d_model=8, num_heads=2, d_ff=16, context_length=5)
+    >>> from attn_course import padding_mask
+    >>> x, mask = torch.randn(2, 5, 8), padding_mask([5, 3])  # (B, T_s, D), (B, T_s)
+    >>> out, weights = layer(x, mask, return_weights=True)
+    >>> out.shape, weights.shape
+    (torch.Size([2, 5, 8]), torch.Size([2, 2, 5, 5]))
+    """
+
+    def __init__(self, d_model, num_heads, d_ff, context_length, dropout=0.0):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(d_model)
+        self.self_attn = MultiHeadAttention(
+            d_model, d_model, context_length, dropout, num_heads, causal=False
+        )
+        self.norm2 = nn.LayerNorm(d_model)
+        self.feed_forward = FeedForward(d_model, d_ff, dropout)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x, src_mask, *, return_weights=False):
+        """Update every source token; see the class docstring for shapes."""
+        attended, weights = self.self_attn(
+            self.norm1(x), key_padding_mask=src_mask, return_weights=True
+        )  # (B, T_s, D), (B, H, T_s, T_s)
+        x = x + self.dropout(attended)
+        x = x + self.feed_forward(self.norm2(x))  # (B, T_s, D)
+        return (x, weights) if return_weights else x
+
+
+class DecoderLayer(nn.Module):
+    """Causal self-attention, cross-attention and a feed-forward network.
+
+    ``y = y + self_attention(norm(y))``: each target token looks at itself and the
+    target tokens before it. ``y = y + cross_attention(norm(y), memory)``: each
+    target token looks at every real source token (the encoder's output,
+    ``memory``). ``y = y + feed_forward(norm(y))``.
+
+    Parameters
+    ----------
+    d_model, num_heads, d_ff, context_length : int
+    dropout : float, default 0.0
+    causal : bool, default True
+        Mask future target tokens in the self-attention (always, except to show
+        what goes wrong without it).
+
+    Shapes
+    ------
+    - y: ``(B, T_t, D)``; memory: ``(B, T_s, D)``
+    - tgt_mask: ``(B, T_t)``; src_mask: ``(B, T_s)``; bool, ``True`` = real token
+    - output: ``(B, T_t, D)``; when asked, self-attention weights
+      ``(B, H, T_t, T_t)`` and cross-attention weights ``(B, H, T_t, T_s)``
+
+    Examples
+    --------
+    >>> from attn_course import padding_mask
+    >>> layer = DecoderLayer(d_model=8, num_heads=2, d_ff=16, context_length=6)
+    >>> y, memory = torch.randn(2, 4, 8), torch.randn(2, 6, 8)
+    >>> tgt_mask, src_mask = padding_mask([4, 2]), padding_mask([6, 3])
+    >>> out, (self_w, cross_w) = layer(
+    ...     y, memory, tgt_mask, src_mask, return_weights=True
+    ... )
+    >>> out.shape, self_w.shape, cross_w.shape
+    (torch.Size([2, 4, 8]), torch.Size([2, 2, 4, 4]), torch.Size([2, 2, 4, 6]))
+    """
+
+    def __init__(
+        self, d_model, num_heads, d_ff, context_length, dropout=0.0, *, causal=True
+    ):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(d_model)
+        self.self_attn = MultiHeadAttention(
+            d_model, d_model, context_length, dropout, num_heads, causal=causal
+        )
+        self.norm2 = nn.LayerNorm(d_model)
+        self.cross_attn = CrossAttention(d_model, d_model, num_heads, dropout)
+        self.norm3 = nn.LayerNorm(d_model)
+        self.feed_forward = FeedForward(d_model, d_ff, dropout)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, y, memory, tgt_mask, src_mask, *, return_weights=False):
+        """Update every target token; see the class docstring for shapes."""
+        attended, self_weights = self.self_attn(
+            self.norm1(y), key_padding_mask=tgt_mask, return_weights=True
+        )  # (B, T_t, D), (B, H, T_t, T_t)
+        y = y + self.dropout(attended)
+        attended, cross_weights = self.cross_attn(
+            self.norm2(y), memory, key_padding_mask=src_mask, return_weights=True
+        )  # (B, T_t, D), (B, H, T_t, T_s)
+        y = y + self.dropout(attended)
+        y = y + self.feed_forward(self.norm3(y))  # (B, T_t, D)
+        if return_weights:
+            return y, (self_weights, cross_weights)
+        return y
+
+
+class AttentionMaps(NamedTuple):
+    """Attention weights of every layer of a :class:`Seq2SeqTransformer`.
+
+    Attributes
+    ----------
+    encoder : tuple of torch.Tensor
+        Encoder self-attention, one ``(B, H, T_s, T_s)`` tensor per layer.
+    decoder : tuple of torch.Tensor
+        Decoder (causal) self-attention, one ``(B, H, T_t, T_t)`` per layer.
+    cross : tuple of torch.Tensor
+        Decoder cross-attention, one ``(B, H, T_t, T_s)`` per layer: row ``i`` says
+        which source tokens target position ``i`` looked at.
+    """
+
+    encoder: tuple
+    decoder: tuple
+    cross: tuple
+
+
+class Seq2SeqTransformer(nn.Module):
+    """An encoder-decoder transformer for translation, with pre-norm residual layers.
+
+    Parameters
+    ----------
+    config : Seq2SeqConfig
+
+    Attributes
+    ----------
+    src_embed, tgt_embed : nn.Embedding
+        Token embeddings ``(V_s, D)`` and ``(V_t, D)``.
+    positions : torch.Tensor
+        Buffer ``(context_length, D)`` from :func:`sinusoidal_positions`.
+    encoder, decoder : nn.ModuleList
+        ``num_layers`` :class:`EncoderLayer` and :class:`DecoderLayer`.
+    encoder_norm, decoder_norm : nn.LayerNorm
+        Final layer norms (pre-norm layers leave their output unnormalised).
+    lm_head : nn.Linear
+        ``D -> V_t``: one logit per target word.
+
+    Shapes
+    ------
+    - src: ``(B, T_s)`` source ids; tgt_in: ``(B, T_t)`` target ids starting with
+      ``<bos>``; both padded with ``pad_id`` on the right
+    - output: logits ``(B, T_t, V)``; position ``i`` predicts target token ``i + 1``
+
+    Examples
+    --------
+    >>> config = Seq2SeqConfig(src_vocab_size=10, tgt_vocab_size=12, d_model=16,
+    ...                        num_heads=2, num_layers=1, d_ff=32)
+    >>> model = Seq2SeqTransformer(config)
+    >>> src = torch.tensor([[3, 4, 5, 0], [6, 7, 8, 9]])  # (B=2, T_s=4), 0 = <pad>
+    >>> tgt_in = torch.tensor([[1, 3, 4], [1, 5, 0]])  # (B=2, T_t=3), 1 = <bos>
+    >>> logits, maps = model(src, tgt_in, return_weights=True)
+    >>> logits.shape, maps.cross[0].shape
+    (torch.Size([2, 3, 12]), torch.Size([2, 2, 3, 4]))
+    """
+
+    def __init__(self, config):
+        super().__init__()
+        if not isinstance(config, Seq2SeqConfig):
+            raise TypeError(
+                f"config must be a Seq2SeqConfig, got {type(config).__name__}; e.g. "
+                "Seq2SeqTransformer(Seq2SeqConfig(src_vocab_size=39, "
+                "tgt_vocab_size=46))"
+            )
+        self.config = c = config
+        self.src_embed = nn.Embedding(c.src_vocab_size, c.d_model, padding_idx=c.pad_id)
+        self.tgt_embed = nn.Embedding(c.tgt_vocab_size, c.d_model, padding_idx=c.pad_id)
+        positions = sinusoidal_positions(c.context_length, c.d_model)
+        self.register_buffer("positions", positions, persistent=False)
+        layer_args = (c.d_model, c.num_heads, c.d_ff, c.context_length, c.dropout)
+        self.encoder = nn.ModuleList(
+            [EncoderLayer(*layer_args) for _ in range(c.num_layers)]
+        )
+        self.decoder = nn.ModuleList(
+            [
+                DecoderLayer(*layer_args, causal=c.causal_decoder)
+                for _ in range(c.num_layers)
+            ]
+        )
+        self.encoder_norm = nn.LayerNorm(c.d_model)
+        self.decoder_norm = nn.LayerNorm(c.d_model)
+        self.lm_head = nn.Linear(c.d_model, c.tgt_vocab_size)
+
+    def _embed(self, ids, embedding, name):
+        """Token embedding plus position: ``(B, T) -> (B, T, D)``."""
+        if not isinstance(ids, torch.Tensor) or ids.dtype != torch.long:
+            raise TypeError(
+                f"{name} must be a LongTensor of token ids, got "
+                f"{getattr(ids, 'dtype', type(ids).__name__)}; encode the words with "
+                "a Vocab first"
+            )
+        if ids.dim() != 2:
+            raise ValueError(
+                f"expected {name} of shape (B, T), got {tuple(ids.shape)}; for one "
+                f"sentence use {name}.unsqueeze(0)"
+            )
+        T = ids.shape[1]
+        if T > self.config.context_length:
+            raise ValueError(
+                f"{name} has T={T} tokens but context_length="
+                f"{self.config.context_length}; use a Seq2SeqConfig with "
+                f"context_length >= {T}"
+            )
+        # nn.Embedding starts at N(0, 1), the same size as the sinusoids, so the
+        # sum keeps both the word and the position visible: (B, T, D) + (T, D).
+        return embedding(ids) + self.positions[:T]
+
+    def encode(self, src, *, return_weights=False):
+        """Run the encoder over source ids.
+
+        Returns
+        -------
+        memory : torch.Tensor
+            ``(B, T_s, D)``, one vector per source token.
+        weights : tuple of torch.Tensor
+            Only if ``return_weights=True``: ``(B, H, T_s, T_s)`` per layer.
+        """
+        src_mask = src != self.config.pad_id  # (B, T_s), True = real token
+        x = self._embed(src, self.src_embed, "src")  # (B, T_s, D)
+        all_weights = []
+        for layer in self.encoder:
+            x, weights = layer(x, src_mask, return_weights=True)
+            all_weights.append(weights)
+        memory = self.encoder_norm(x)  # (B, T_s, D)
+        return (memory, tuple(all_weights)) if return_weights else memory
+
+    def decode(self, tgt_in, memory, src_mask, *, return_weights=False):
+        """Run the decoder over target ids, looking at the encoder's ``memory``.
+
+        Parameters
+        ----------
+        tgt_in : torch.Tensor
+            ``(B, T_t)`` target ids, starting with ``<bos>``.
+        memory : torch.Tensor
+            ``(B, T_s, D)`` from :meth:`encode`.
+        src_mask : torch.Tensor
+            ``(B, T_s)`` bool, ``True`` = real source token.
+        return_weights : bool, default False
+
+        Returns
+        -------
+        logits : torch.Tensor
+            ``(B, T_t, V)``.
+        weights : (tuple, tuple)
+            Only if ``return_weights=True``: per layer, the self-attention weights
+            ``(B, H, T_t, T_t)`` and the cross-attention weights ``(B, H, T_t, T_s)``.
+        """
+        tgt_mask = tgt_in != self.config.pad_id  # (B, T_t), True = real token
+        y = self._embed(tgt_in, self.tgt_embed, "tgt_in")  # (B, T_t, D)
+        self_weights, cross_weights = [], []
+        for layer in self.decoder:
+            y, (w_self, w_cross) = layer(
+                y, memory, tgt_mask, src_mask, return_weights=True
+            )
+            self_weights.append(w_self)
+            cross_weights.append(w_cross)
+        logits = self.lm_head(self.decoder_norm(y))  # (B, T_t, D) -> (B, T_t, V)
+        if return_weights:
+            return logits, (tuple(self_weights), tuple(cross_weights))
+        return logits
+
+    def forward(self, src, tgt_in, *, return_weights=False):
+        """Logits for every target position, given the source and the target so far.
+
+        Parameters
+        ----------
+        src : torch.Tensor
+            ``(B, T_s)`` source ids, padded with ``pad_id``.
+        tgt_in : torch.Tensor
+            ``(B, T_t)`` target ids starting with ``<bos>`` (teacher forcing).
+        return_weights : bool, default False
+            Also return an :class:`AttentionMaps` with every layer's weights.
+
+        Returns
+        -------
+        torch.Tensor or (torch.Tensor, AttentionMaps)
+            Logits ``(B, T_t, V)``.
+        """
+        src_mask = src != self.config.pad_id  # (B, T_s)
+        if return_weights:
+            memory, enc_weights = self.encode(src, return_weights=True)
+            logits, (dec_weights, cross_weights) = self.decode(
+                tgt_in, memory, src_mask, return_weights=True
+            )
+            return logits, AttentionMaps(enc_weights, dec_weights, cross_weights)
+        return self.decode(tgt_in, self.encode(src), src_mask)
+
+
+def count_parameters(model):
+    """Number of trainable parameters.
+
+    Examples
+    --------
+    >>> count_parameters(nn.Linear(3, 2))  # 3 * 2 weights + 2 biases
+    8
+    """
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+@torch.no_grad()
+def greedy_decode(model, src, *, max_len=None, bos_id=1, eos_id=2):
+    """Translate by always picking the most likely next word.
+
+    The encoder runs once; the decoder runs once per output word on everything
+    generated so far, and the argmax of its last position becomes the next word.
+    A sentence that has produced ``<eos>`` gets ``<pad>`` after it; decoding stops
+    when every sentence is finished or after ``max_len`` words.
+
+    Parameters
+    ----------
+    model : Seq2SeqTransformer
+    src : torch.Tensor
+        ``(B, T_s)`` source ids.
+    max_len : int, optional
+        Most words to generate (``<eos>`` included); default ``context_length - 1``.
+    bos_id, eos_id : int
+        Ids of ``<bos>`` and ``<eos>``.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(B, T_out)`` generated ids, without the leading ``<bos>``.
+    """
+    was_training = model.training
+    model.eval()
+    pad_id = model.config.pad_id
+    if max_len is None:
+        max_len = model.config.context_length - 1
+    src_mask = src != pad_id  # (B, T_s)
+    memory = model.encode(src)  # (B, T_s, D)
+    B = src.shape[0]
+    tgt = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)  # (B, 1)
+    finished = torch.zeros(B, dtype=torch.bool, device=src.device)  # (B,)
+    for _ in range(max_len):
+        logits = model.decode(tgt, memory, src_mask)  # (B, T_t, V)
+        next_id = logits[:, -1].argmax(dim=-1)  # (B, V) -> (B,)
+        next_id = next_id.masked_fill(finished, pad_id)
+        tgt = torch.cat([tgt, next_id[:, None]], dim=1)  # (B, T_t + 1)
+        finished |= next_id == eos_id
+        if finished.all():
+            break
+    model.train(was_training)
+    return tgt[:, 1:]
+
+
+def translate(model, sentences, src_vocab, tgt_vocab):
+    """Translate sentences (strings or word sequences) with :func:`greedy_decode`.
+
+    Returns
+    -------
+    list of tuple of str
+        One tuple of target words per sentence.
+    """
+    if isinstance(sentences, str):
+        sentences = [sentences]
+    rows = [src_vocab.encode(sentence) for sentence in sentences]
+    longest = max(len(row) for row in rows)
+    src = torch.tensor(
+        [row + [src_vocab.pad_id] * (longest - len(row)) for row in rows]
+    )  # (B, T_s)
+    out = greedy_decode(model, src, bos_id=tgt_vocab.bos_id, eos_id=tgt_vocab.eos_id)
+    return [tgt_vocab.decode(row) for row in out]
+
+
+def _strip(ids, eos_id, pad_id):
+    """Ids up to and including the first ``<eos>``; the rest set to ``pad_id``."""
+    is_eos = ids == eos_id  # (B, T)
+    after = (is_eos.cumsum(dim=1) - is_eos.long()) > 0  # (B, T): past the first eos
+    return ids.masked_fill(after, pad_id)
+
+
+@torch.no_grad()
+def exact_match(model, data, *, batch_size=1000, bos_id=1, eos_id=2):
+    """Fraction of sentences whose greedy translation equals the reference exactly.
+
+    Parameters
+    ----------
+    model : Seq2SeqTransformer
+    data : attn_course.translation.Batch
+        Padded source and target ids of the sentences to score.
+    batch_size : int, default 1000
+
+    Returns
+    -------
+    float
+        Between 0 and 1. A sentence counts only if every word and the ``<eos>``
+        are right.
+    """
+    pad_id = model.config.pad_id
+    correct = 0
+    for batch in iterate_batches(data, batch_size, pad_id=pad_id):
+        reference = batch.tgt_out  # (B, T_t), words then <eos> then padding
+        T = reference.shape[1]
+        out = greedy_decode(model, batch.src, max_len=T, bos_id=bos_id, eos_id=eos_id)
+        out = _strip(out, eos_id, pad_id)  # (B, T_out)
+        if out.shape[1] < T:  # every sentence stopped early: pad to compare
+            out = F.pad(out, (0, T - out.shape[1]), value=pad_id)
+        correct += int((out[:, :T] == reference).all(dim=1).sum())
+    return correct / data.src.shape[0]
+
+
+@torch.no_grad()
+def sequence_loss(model, data, *, batch_size=1000):
+    """Mean cross-entropy per target token under teacher forcing (no training).
+
+    Returns
+    -------
+    float
+    """
+    was_training = model.training
+    model.eval()
+    total, count = 0.0, 0
+    for batch in iterate_batches(data, batch_size, pad_id=model.config.pad_id):
+        logits = model(batch.src, batch.tgt_in)  # (B, T_t, V)
+        total += float(_token_loss(logits, batch.tgt_out, model.config.pad_id, "sum"))
+        count += int((batch.tgt_out != model.config.pad_id).sum())
+    model.train(was_training)
+    return total / count
+
+
+def _token_loss(logits, targets, pad_id, reduction="mean"):
+    """Cross-entropy over the real target tokens; padding is ignored."""
+    B, T, V = logits.shape
+    return F.cross_entropy(
+        logits.reshape(B * T, V),  # (B, T, V) -> (B*T, V)
+        targets.reshape(B * T),  # (B, T) -> (B*T,)
+        ignore_index=pad_id,
+        reduction=reduction,
+    )
+
+
+class EpochLog(NamedTuple):
+    """What :func:`train` records after each epoch."""
+
+    epoch: int
+    loss: float
+    val_exact_match: float | None
+    seconds: float
+
+
+def train(
+    model,
+    data,
+    *,
+    epochs,
+    batch_size=64,
+    lr=3e-3,
+    warmup_steps=100,
+    seed=0,
+    val_data=None,
+    log=print,
+):
+    """Fit the model with AdamW on teacher-forced cross-entropy.
+
+    The learning rate rises linearly for ``warmup_steps`` steps, then falls along a
+    cosine to 0 at the last step. Gradients are clipped to norm 1. Batches are
+    shuffled with a generator seeded by ``seed``, so a run is reproducible on one
+    machine.
+
+    Parameters
+    ----------
+    model : Seq2SeqTransformer
+    data : attn_course.translation.Batch
+        All training pairs, padded.
+    epochs : int
+        Passes over ``data``.
+    batch_size : int, default 64
+    lr : float, default 3e-3
+        Peak learning rate.
+    warmup_steps : int, default 100
+    seed : int, default 0
+        Seed of the shuffling.
+    val_data : Batch, optional
+        If given, the greedy exact-match accuracy on it is measured after each epoch.
+    log : callable or None, default print
+        Called with one line of text per epoch (loss, accuracy, time); ``None`` for
+        silence.
+
+    Returns
+    -------
+    step_losses : list of float
+        The training loss of every step.
+    epochs : list of EpochLog
+        One entry per epoch.
+    """
+    if not isinstance(epochs, int) or epochs < 1:
+        raise ValueError(f"epochs must be an int >= 1, got epochs={epochs!r}")
+    pad_id = model.config.pad_id
+    N = data.src.shape[0]
+    steps_per_epoch = math.ceil(N / batch_size)
+    total_steps = epochs * steps_per_epoch
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=0.01
+    )
+
+    def lr_factor(step):
+        if step < warmup_steps:
+            return (step + 1) / warmup_steps
+        progress = (step - warmup_steps) / max(1, total_steps - warmup_steps)
+        return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor)
+    generator = torch.Generator().manual_seed(seed)
+    step_losses, history = [], []
+    start = time.perf_counter()
+    model.train()
+    for epoch in range(1, epochs + 1):
+        epoch_losses = []
+        for batch in iterate_batches(data, batch_size, generator=generator):
+            logits = model(batch.src, batch.tgt_in)  # (B, T_t, V)
+            loss = _token_loss(logits, batch.tgt_out, pad_id)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            scheduler.step()
+            epoch_losses.append(loss.item())
+        step_losses += epoch_losses
+        accuracy = None if val_data is None else exact_match(model, val_data)
+        model.train()
+        entry = EpochLog(
+            epoch=epoch,
+            loss=sum(epoch_losses) / len(epoch_losses),
+            val_exact_match=accuracy,
+            seconds=time.perf_counter() - start,
+        )
+        history.append(entry)
+        if log is not None:
+            val = "" if accuracy is None else f"  val exact match {accuracy:6.1%}"
+            log(
+                f"epoch {epoch:>2}/{epochs}  loss {entry.loss:.4f}{val}"
+                f"  {entry.seconds:5.1f} s"
+            )
+    model.eval()
+    return step_losses, history

@@ -1,0 +1,673 @@
+"""A toy English -> German translation task, generated in code (Chapter 6).
+
+Every sentence is one clause: a subject, a verb and an object, each noun phrase
+``the [adjective] noun``, with an optional modal verb (``can``, ``must``,
+``wants to``) and an optional opening word (an adverb such as ``today`` or a
+conjunction such as ``because``). The German side follows three real rules of German
+word order and agreement, so a word-by-word translation is wrong:
+
+- **Verb second.** After an opening adverb the finite verb comes *before* the subject:
+  ``today the dog sees the cat`` -> ``heute sieht der Hund die Katze``.
+- **Verb last.** After a conjunction the finite verb moves to the *end*:
+  ``because the dog sees the cat`` -> ``weil der Hund die Katze sieht``.
+- **Infinitive last.** With a modal, the infinitive goes to the end of the clause
+  (``der Hund kann die Katze sehen``), after a conjunction even before the modal:
+  ``that the dog can see the cat`` -> ``dass der Hund die Katze sehen kann``.
+- **Agreement.** ``the`` becomes ``der``, ``die``, ``das`` or ``den`` and an adjective
+  gets the ending ``-e`` or ``-en``, depending on the noun's gender and on whether it
+  is the subject or the object: ``the big dog`` is ``der große Hund`` as a subject
+  but ``den großen Hund`` as an object.
+
+Sentences are sampled with a seeded :class:`random.Random`; nothing is downloaded.
+
+Shapes
+------
+N : number of sentence pairs.
+B : batch size.
+T_s : padded source length; T_t : padded target length (with ``<bos>`` or ``<eos>``).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import torch
+
+__all__ = [
+    "ADJECTIVES",
+    "BOS",
+    "EOS",
+    "MODALS",
+    "NOUNS",
+    "OPENERS",
+    "PAD",
+    "VERBS",
+    "Batch",
+    "Clause",
+    "Splits",
+    "Vocab",
+    "iterate_batches",
+    "make_batch",
+    "make_splits",
+    "parse_source",
+    "reference_translation",
+    "sample_clause",
+    "source_vocab",
+    "target_vocab",
+]
+
+PAD, BOS, EOS = "<pad>", "<bos>", "<eos>"
+
+# English noun -> (German noun, grammatical gender: m, f or n)
+NOUNS = {
+    "dog": ("Hund", "m"),
+    "man": ("Mann", "m"),
+    "bird": ("Vogel", "m"),
+    "cat": ("Katze", "f"),
+    "woman": ("Frau", "f"),
+    "mouse": ("Maus", "f"),
+    "horse": ("Pferd", "n"),
+    "child": ("Kind", "n"),
+}
+# English adjective -> German stem; the ending (-e or -en) comes from the noun phrase.
+ADJECTIVES = {
+    "big": "groß",
+    "small": "klein",
+    "old": "alt",
+    "young": "jung",
+    "tired": "müd",
+}
+# English 3rd person -> (English infinitive, German 3rd person, German infinitive)
+VERBS = {
+    "sees": ("see", "sieht", "sehen"),
+    "hears": ("hear", "hört", "hören"),
+    "finds": ("find", "findet", "finden"),
+    "knows": ("know", "kennt", "kennen"),
+    "visits": ("visit", "besucht", "besuchen"),
+    "loves": ("love", "liebt", "lieben"),
+}
+# modal -> (its English words, German 3rd person)
+MODALS = {
+    "can": (("can",), "kann"),
+    "must": (("must",), "muss"),
+    "wants": (("wants", "to"), "will"),
+}
+# opening word -> (kind, German word). An adverb puts the verb second, a
+# conjunction puts it last.
+OPENERS = {
+    "today": ("adverb", "heute"),
+    "now": ("adverb", "jetzt"),
+    "often": ("adverb", "oft"),
+    "because": ("conjunction", "weil"),
+    "that": ("conjunction", "dass"),
+    "if": ("conjunction", "wenn"),
+}
+_ARTICLES = {  # (case, gender) -> definite article
+    ("nominative", "m"): "der",
+    ("nominative", "f"): "die",
+    ("nominative", "n"): "das",
+    ("accusative", "m"): "den",
+    ("accusative", "f"): "die",
+    ("accusative", "n"): "das",
+}
+
+
+def _adjective_ending(case, gender):
+    """Weak ending after a definite article: ``-en`` for a masculine object, else -e."""
+    return "en" if (case, gender) == ("accusative", "m") else "e"
+
+
+@dataclass(frozen=True)
+class Clause:
+    """One sentence of the toy grammar, rendered in English and in German.
+
+    Parameters
+    ----------
+    subject, obj : str
+        English nouns, keys of :data:`NOUNS`.
+    verb : str
+        English verb in the 3rd person (``"sees"``), a key of :data:`VERBS`.
+    subject_adjective, object_adjective : str, optional
+        English adjectives, keys of :data:`ADJECTIVES`.
+    modal : str, optional
+        ``"can"``, ``"must"`` or ``"wants"`` (a key of :data:`MODALS`).
+    opener : str, optional
+        An opening adverb or conjunction, a key of :data:`OPENERS`.
+
+    Examples
+    --------
+    >>> clause = Clause("dog", "sees", "cat", object_adjective="big", opener="that")
+    >>> " ".join(clause.source())
+    'that the dog sees the big cat'
+    >>> " ".join(clause.target())
+    'dass der Hund die große Katze sieht'
+    >>> clause.alignment()  # source position of each German word
+    (0, 1, 2, 4, 5, 6, 3)
+    """
+
+    subject: str
+    verb: str
+    obj: str
+    subject_adjective: str | None = None
+    object_adjective: str | None = None
+    modal: str | None = None
+    opener: str | None = None
+
+    def __post_init__(self):
+        tables = (
+            ("subject", self.subject, NOUNS, False),
+            ("obj", self.obj, NOUNS, False),
+            ("verb", self.verb, VERBS, False),
+            ("subject_adjective", self.subject_adjective, ADJECTIVES, True),
+            ("object_adjective", self.object_adjective, ADJECTIVES, True),
+            ("modal", self.modal, MODALS, True),
+            ("opener", self.opener, OPENERS, True),
+        )
+        for field, value, table, optional in tables:
+            if value is None and optional:
+                continue
+            if value not in table:
+                raise ValueError(
+                    f"{field}={value!r} is not in the toy grammar; choose one of "
+                    f"{sorted(table)}" + (" or None" if optional else "")
+                )
+
+    def _source_parts(self):
+        """English words, each with the role it plays, in English order."""
+        parts = []
+        if self.opener is not None:
+            parts.append(("opener", self.opener))
+        parts += self._noun_phrase("subject", self.subject_adjective, self.subject)
+        if self.modal is None:
+            parts.append(("finite", self.verb))
+        else:
+            parts += [("finite", word) for word in MODALS[self.modal][0]]
+            parts.append(("infinitive", VERBS[self.verb][0]))
+        parts += self._noun_phrase("object", self.object_adjective, self.obj)
+        return parts
+
+    @staticmethod
+    def _noun_phrase(role, adjective, noun):
+        parts = [(f"{role} article", "the")]
+        if adjective is not None:
+            parts.append((f"{role} adjective", adjective))
+        parts.append((f"{role} noun", noun))
+        return parts
+
+    def _target_parts(self):
+        """German words, each with the role of the English word it translates."""
+        subject = self._german_phrase("subject", "nominative")
+        obj = self._german_phrase("object", "accusative")
+        if self.modal is None:
+            finite, rest = VERBS[self.verb][1], []
+        else:
+            finite = MODALS[self.modal][1]
+            rest = [("infinitive", VERBS[self.verb][2])]
+        finite = [("finite", finite)]
+        if self.opener is None:  # subject, verb, object
+            return subject + finite + obj + rest
+        kind, word = OPENERS[self.opener]
+        opener = [("opener", word)]
+        if kind == "adverb":  # verb second: adverb, verb, subject, object
+            return opener + finite + subject + obj + rest
+        return opener + subject + obj + rest + finite  # conjunction: verb last
+
+    def _german_phrase(self, role, case):
+        noun, adjective = (
+            (self.subject, self.subject_adjective)
+            if role == "subject"
+            else (self.obj, self.object_adjective)
+        )
+        german, gender = NOUNS[noun]
+        parts = [(f"{role} article", _ARTICLES[case, gender])]
+        if adjective is not None:
+            ending = _adjective_ending(case, gender)
+            parts.append((f"{role} adjective", ADJECTIVES[adjective] + ending))
+        parts.append((f"{role} noun", german))
+        return parts
+
+    def source(self):
+        """The English sentence as a tuple of words."""
+        return tuple(word for _, word in self._source_parts())
+
+    def target(self):
+        """The German sentence as a tuple of words."""
+        return tuple(word for _, word in self._target_parts())
+
+    def alignment(self):
+        """For each German word, the position of the English word it translates.
+
+        A German finite modal points at the first English modal word (``will`` at
+        ``wants``). Articles point at ``the``, although which article is right also
+        depends on the noun after it.
+
+        Returns
+        -------
+        tuple of int
+            One source position per target word.
+        """
+        positions = {}
+        for position, (role, _) in enumerate(self._source_parts()):
+            positions.setdefault(role, position)  # first word of each role
+        return tuple(positions[role] for role, _ in self._target_parts())
+
+
+def sample_clause(rng):
+    """Draw one random clause of the toy grammar.
+
+    Each of the three sentence shapes (plain, opening adverb, opening conjunction)
+    has probability 1/3, a modal verb 1/2 (each modal equally likely), an adjective
+    1/2 per noun phrase; the object is a different noun from the subject.
+
+    Parameters
+    ----------
+    rng : random.Random
+        The random number generator; seed it for reproducible sentences.
+
+    Returns
+    -------
+    Clause
+
+    Examples
+    --------
+    >>> import random
+    >>> clause = sample_clause(random.Random(0))
+    >>> clause.subject != clause.obj
+    True
+    """
+    nouns, adjectives = sorted(NOUNS), sorted(ADJECTIVES)
+    subject = rng.choice(nouns)
+    obj = rng.choice([noun for noun in nouns if noun != subject])
+    shape = rng.choice(["plain", "adverb", "conjunction"])
+    opener = None
+    if shape != "plain":
+        opener = rng.choice(sorted(w for w, (k, _) in OPENERS.items() if k == shape))
+    return Clause(
+        subject=subject,
+        verb=rng.choice(sorted(VERBS)),
+        obj=obj,
+        subject_adjective=rng.choice(adjectives) if rng.random() < 0.5 else None,
+        object_adjective=rng.choice(adjectives) if rng.random() < 0.5 else None,
+        modal=rng.choice(sorted(MODALS)) if rng.random() < 0.5 else None,
+        opener=opener,
+    )
+
+
+def parse_source(words):
+    """Parse an English sentence of the toy grammar into a :class:`Clause`.
+
+    Parameters
+    ----------
+    words : str or sequence of str
+        The sentence, as one string of space-separated words or as a sequence.
+
+    Returns
+    -------
+    Clause
+
+    Raises
+    ------
+    ValueError
+        If the sentence is not in the toy grammar; the message names the word and
+        its position, and what the grammar expected there.
+
+    Examples
+    --------
+    >>> parse_source("today the old man wants to visit the child").target()
+    ('heute', 'will', 'der', 'alte', 'Mann', 'das', 'Kind', 'besuchen')
+    """
+    if isinstance(words, str):
+        words = words.split()
+    words = list(words)
+    sentence = " ".join(words)
+    position = 0
+
+    def expect(options, what):
+        nonlocal position
+        if position >= len(words):
+            raise ValueError(
+                f"{sentence!r} ends after {len(words)} words, but the toy grammar "
+                f"expects {what} next, one of {sorted(options)}"
+            )
+        word = words[position]
+        if word not in options:
+            raise ValueError(
+                f"word {position} of {sentence!r} is {word!r}, but the toy grammar "
+                f"expects {what} there, one of {sorted(options)}"
+            )
+        position += 1
+        return word
+
+    def peek(options):
+        return position < len(words) and words[position] in options
+
+    opener = expect(OPENERS, "an opener") if peek(OPENERS) else None
+    expect({"the"}, "an article")
+    subject_adjective = expect(ADJECTIVES, "an adjective") if peek(ADJECTIVES) else None
+    subject = expect(NOUNS, "a noun")
+    modal = expect(MODALS, "a modal") if peek(MODALS) else None
+    if modal is None:
+        verb = expect(VERBS, "a verb or a modal")
+    else:
+        for word in MODALS[modal][0][1:]:  # the "to" of "wants to"
+            expect({word}, f"{word!r} after {modal!r}")
+        infinitives = {english: third for third, (english, _, _) in VERBS.items()}
+        verb = infinitives[expect(infinitives, "an infinitive")]
+    expect({"the"}, "an article")
+    object_adjective = expect(ADJECTIVES, "an adjective") if peek(ADJECTIVES) else None
+    obj = expect(NOUNS, "a noun")
+    if position != len(words):
+        raise ValueError(
+            f"{sentence!r} goes on after the object with {words[position:]}; a "
+            "sentence of the toy grammar ends with its object noun"
+        )
+    return Clause(
+        subject, verb, obj, subject_adjective, object_adjective, modal, opener
+    )
+
+
+def reference_translation(words):
+    """Translate an English sentence of the toy grammar with its rules.
+
+    Parameters
+    ----------
+    words : str or sequence of str
+        The English sentence.
+
+    Returns
+    -------
+    tuple of str
+        The German words.
+
+    Examples
+    --------
+    >>> " ".join(reference_translation("because the big dog can see the cat"))
+    'weil der große Hund die Katze sehen kann'
+    """
+    return parse_source(words).target()
+
+
+class Vocab:
+    """Map words to integer ids and back; ids 0, 1, 2 are ``<pad>``, ``<bos>``,
+    ``<eos>``.
+
+    Parameters
+    ----------
+    words : sequence of str
+        The ordinary words, in the order they get ids 3, 4, ...
+
+    Examples
+    --------
+    >>> vocab = Vocab(["the", "dog"])
+    >>> vocab.encode(["the", "dog"], eos=True)
+    [3, 4, 2]
+    >>> vocab.decode([1, 3, 4, 2, 0, 0])
+    ('the', 'dog')
+    >>> len(vocab), vocab.pad_id, vocab.bos_id, vocab.eos_id
+    (5, 0, 1, 2)
+    """
+
+    pad_id, bos_id, eos_id = 0, 1, 2
+
+    def __init__(self, words):
+        self.tokens = (PAD, BOS, EOS, *words)
+        self.ids = {token: i for i, token in enumerate(self.tokens)}
+        if len(self.ids) != len(self.tokens):
+            repeated = sorted({t for t in self.tokens if self.tokens.count(t) > 1})
+            raise ValueError(f"every word must appear once, got repeats {repeated}")
+
+    def __len__(self):
+        return len(self.tokens)
+
+    def __repr__(self):
+        shown = ", ".join(self.tokens[:8])
+        return f"Vocab({len(self)} tokens: {shown}, ...)"
+
+    def encode(self, words, *, bos=False, eos=False):
+        """Turn words into ids, optionally framed by ``<bos>`` and ``<eos>``.
+
+        Raises
+        ------
+        ValueError
+            For a word that is not in the vocabulary (named with the closest fix).
+        """
+        if isinstance(words, str):
+            words = words.split()
+        unknown = [word for word in words if word not in self.ids]
+        if unknown:
+            raise ValueError(
+                f"{unknown} not in the vocabulary of {len(self)} tokens; the toy "
+                "grammar knows only its own words (see attn_course.translation.NOUNS, "
+                "VERBS, ...), and German nouns are capitalised"
+            )
+        ids = [self.ids[word] for word in words]
+        return [self.bos_id] * bos + ids + [self.eos_id] * eos
+
+    def decode(self, ids):
+        """Turn ids back into words: stop at the first ``<eos>``, drop ``<pad>`` and
+        ``<bos>``.
+
+        Parameters
+        ----------
+        ids : sequence of int or 1-D torch.Tensor
+
+        Returns
+        -------
+        tuple of str
+        """
+        if isinstance(ids, torch.Tensor):
+            ids = ids.tolist()
+        words = []
+        for i in ids:
+            if i == self.eos_id:
+                break
+            if i not in (self.pad_id, self.bos_id):
+                words.append(self.tokens[i])
+        return tuple(words)
+
+
+def source_vocab():
+    """The English vocabulary: special tokens, then every English word of the grammar.
+
+    Examples
+    --------
+    >>> vocab = source_vocab()
+    >>> len(vocab), vocab.tokens[:5]
+    (39, ('<pad>', '<bos>', '<eos>', 'the', 'dog'))
+    """
+    infinitives = [english for english, _, _ in VERBS.values()]
+    modal_words = [w for words, _ in MODALS.values() for w in words]
+    return Vocab(
+        ["the", *NOUNS, *ADJECTIVES, *VERBS, *infinitives, *modal_words, *OPENERS]
+    )
+
+
+def target_vocab():
+    """The German vocabulary: special tokens, then every German word of the grammar.
+
+    Examples
+    --------
+    >>> vocab = target_vocab()
+    >>> len(vocab), vocab.tokens[3:7]
+    (46, ('der', 'die', 'das', 'den'))
+    """
+    articles = list(dict.fromkeys(_ARTICLES.values()))
+    nouns = [german for german, _ in NOUNS.values()]
+    adjectives = [stem + end for stem in ADJECTIVES.values() for end in ("e", "en")]
+    verbs = [w for _, third, infinitive in VERBS.values() for w in (third, infinitive)]
+    modals = [german for _, german in MODALS.values()]
+    openers = [german for _, german in OPENERS.values()]
+    return Vocab([*articles, *nouns, *adjectives, *verbs, *modals, *openers])
+
+
+class Splits(NamedTuple):
+    """Train, validation and test sentence pairs; no English sentence is in two."""
+
+    train: tuple
+    val: tuple
+    test: tuple
+
+
+def make_splits(num_train=8_000, num_val=500, num_test=1_000, *, seed=0):
+    """Sample distinct sentences and split them into train, validation and test.
+
+    Each element of a split is a pair ``(source, target)`` of word tuples. Sentences
+    are drawn with :func:`sample_clause` from ``random.Random(seed)`` until there are
+    ``num_train + num_val + num_test`` different English sentences, so no sentence
+    appears twice, in one split or across splits. The grammar has 338,688 different
+    sentences.
+
+    Parameters
+    ----------
+    num_train, num_val, num_test : int
+        Split sizes, each at least 1.
+    seed : int, default 0
+
+    Returns
+    -------
+    Splits
+
+    Examples
+    --------
+    >>> splits = make_splits(5, 2, 2, seed=0)
+    >>> [len(split) for split in splits]
+    [5, 2, 2]
+    >>> source, target = splits.train[0]
+    >>> isinstance(source, tuple) and isinstance(target, tuple)
+    True
+    """
+    sizes = {"num_train": num_train, "num_val": num_val, "num_test": num_test}
+    for name, size in sizes.items():
+        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+            raise ValueError(f"{name} must be an int >= 1, got {name}={size!r}")
+    total = num_train + num_val + num_test
+    if total > 100_000:
+        raise ValueError(
+            f"asked for {total} sentences; the toy grammar has 338,688, and sampling "
+            "more than 100,000 distinct ones gets slow: use smaller splits"
+        )
+    rng = random.Random(seed)
+    pairs = {}  # English sentence -> German sentence, in the order drawn
+    while len(pairs) < total:
+        clause = sample_clause(rng)
+        pairs.setdefault(clause.source(), clause.target())
+    ordered = list(pairs.items())
+    return Splits(
+        train=tuple(ordered[:num_train]),
+        val=tuple(ordered[num_train : num_train + num_val]),
+        test=tuple(ordered[num_train + num_val :]),
+    )
+
+
+class Batch(NamedTuple):
+    """Padded id tensors of a batch of sentence pairs.
+
+    Attributes
+    ----------
+    src : torch.Tensor
+        Source ids ``(B, T_s)``, padded with ``<pad>`` on the right.
+    tgt_in : torch.Tensor
+        Decoder input ``(B, T_t)``: ``<bos>`` followed by the target words.
+    tgt_out : torch.Tensor
+        What the decoder must predict ``(B, T_t)``: the target words followed by
+        ``<eos>``, i.e. ``tgt_in`` shifted one position to the left.
+    """
+
+    src: torch.Tensor
+    tgt_in: torch.Tensor
+    tgt_out: torch.Tensor
+
+
+def _pad(rows, pad_id):
+    """Stack lists of ids of different lengths into one ``(B, T)`` tensor."""
+    longest = max(len(row) for row in rows)
+    return torch.tensor([row + [pad_id] * (longest - len(row)) for row in rows])
+
+
+def make_batch(pairs, src_vocab, tgt_vocab):
+    """Encode sentence pairs and pad them into one :class:`Batch`.
+
+    Parameters
+    ----------
+    pairs : sequence of (source words, target words)
+    src_vocab, tgt_vocab : Vocab
+
+    Returns
+    -------
+    Batch
+
+    Shapes
+    ------
+    - src: ``(B, T_s)`` with ``T_s`` the longest source
+    - tgt_in, tgt_out: ``(B, T_t)`` with ``T_t`` the longest target plus 1
+
+    Examples
+    --------
+    >>> pairs = [(("the", "dog", "sees", "the", "cat"),
+    ...           ("der", "Hund", "sieht", "die", "Katze"))]
+    >>> batch = make_batch(pairs, source_vocab(), target_vocab())
+    >>> batch.src.shape, batch.tgt_in.shape
+    (torch.Size([1, 5]), torch.Size([1, 6]))
+    >>> target_vocab().decode(batch.tgt_out[0])
+    ('der', 'Hund', 'sieht', 'die', 'Katze')
+    """
+    if len(pairs) == 0:
+        raise ValueError("make_batch needs at least one sentence pair, got none")
+    src = [src_vocab.encode(source) for source, _ in pairs]
+    tgt = [tgt_vocab.encode(target, bos=True, eos=True) for _, target in pairs]
+    src = _pad(src, src_vocab.pad_id)  # (B, T_s)
+    tgt = _pad(tgt, tgt_vocab.pad_id)  # (B, T_t + 1)
+    return Batch(src=src, tgt_in=tgt[:, :-1], tgt_out=tgt[:, 1:])
+
+
+def _trim(ids, pad_id):
+    """Drop the trailing columns that hold only padding."""
+    used = (ids != pad_id).any(dim=0).nonzero()  # (n, 1): columns with a real id
+    return ids[:, : int(used.max()) + 1] if used.numel() else ids[:, :1]
+
+
+def iterate_batches(data, batch_size, *, generator=None, pad_id=Vocab.pad_id):
+    """Cut one big :class:`Batch` into mini-batches, optionally shuffled.
+
+    Each mini-batch keeps only as many columns as its longest sentence needs.
+
+    Parameters
+    ----------
+    data : Batch
+        All the pairs, e.g. from :func:`make_batch`.
+    batch_size : int
+        Pairs per mini-batch (the last one may be smaller).
+    generator : torch.Generator, optional
+        Shuffle with this generator; ``None`` keeps the order.
+    pad_id : int, default 0
+
+    Yields
+    ------
+    Batch
+
+    Examples
+    --------
+    >>> splits = make_splits(10, 1, 1)
+    >>> data = make_batch(splits.train, source_vocab(), target_vocab())
+    >>> [b.src.shape[0] for b in iterate_batches(data, 4)]
+    [4, 4, 2]
+    """
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool):
+        raise TypeError(f"batch_size must be an int, got {batch_size!r}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got batch_size={batch_size}")
+    N = data.src.shape[0]
+    if generator is None:
+        order = torch.arange(N)
+    else:
+        order = torch.randperm(N, generator=generator)
+    for start in range(0, N, batch_size):
+        index = order[start : start + batch_size]
+        tgt_in = _trim(data.tgt_in[index], pad_id)
+        yield Batch(
+            src=_trim(data.src[index], pad_id),  # (B, T_s)
+            tgt_in=tgt_in,  # (B, T_t)
+            tgt_out=data.tgt_out[index, : tgt_in.shape[1]],  # (B, T_t)
+        )

@@ -1,0 +1,242 @@
+"""Tests for the Chapter 2 self-checks: each with a right and with wrong answers."""
+
+import pytest
+import torch
+
+from attn_course import SelfAttentionV1, SelfAttentionV2, checks
+from attn_course.data import your_journey
+
+
+def failure(check, *args, **kwargs):
+    """Run a check that must fail; return its message."""
+    with pytest.raises(AssertionError) as info:
+        check(*args, **kwargs)
+    return str(info.value)
+
+
+# --- check_projected_context ---------------------------------------------------------
+
+
+def projected(x, W_q, W_k, W_v, i, *, scale=None, mix=None):
+    q, keys, values = x[i] @ W_q, x @ W_k, x @ W_v
+    scale = keys.shape[-1] ** -0.5 if scale is None else scale
+    weights = torch.softmax(keys @ q * scale, dim=0)  # (T,)
+    return weights @ (values if mix is None else mix)
+
+
+@pytest.fixture
+def journey_weights():
+    gen = torch.Generator().manual_seed(1)
+    x = your_journey().embeddings
+    return x, *(torch.rand(3, 2, generator=gen) for _ in range(3))
+
+
+def test_check_projected_context_right_answer(journey_weights, capsys):
+    x, W_q, W_k, W_v = journey_weights
+    checks.check_projected_context(projected(x, W_q, W_k, W_v, 1), x, W_q, W_k, W_v, 1)
+    out = capsys.readouterr().out
+    assert out.startswith("✅ check_projected_context: your context vector for query 1")
+    assert "sqrt(2)" in out
+
+
+def test_check_projected_context_names_the_missing_scale(journey_weights):
+    x, W_q, W_k, W_v = journey_weights
+    W_q = W_q * 4  # larger scores, so the scale matters
+    unscaled = projected(x, W_q, W_k, W_v, 1, scale=1.0)
+    message = failure(checks.check_projected_context, unscaled, x, W_q, W_k, W_v, 1)
+    assert "values are off" in message and "no scaling" in message
+    by_d_k = projected(x, W_q, W_k, W_v, 1, scale=0.5)
+    message = failure(checks.check_projected_context, by_d_k, x, W_q, W_k, W_v, 1)
+    assert "divided by d_k = 2 instead of by sqrt(d_k)" in message
+
+
+def test_check_projected_context_mixing_the_inputs(journey_weights):
+    x, W_q, W_k, W_v = journey_weights
+    mixed = projected(x, W_q, W_k, W_v, 1, mix=x)  # (3,) instead of (2,)
+    message = failure(checks.check_projected_context, mixed, x, W_q, W_k, W_v, 1)
+    assert "wrong shape (3,)" in message and "Mix the values" in message
+    square = torch.eye(3)
+    mixed = projected(x, square, square * 2, square * 3, 2, mix=x)
+    message = failure(
+        checks.check_projected_context, mixed, x, square, square * 2, square * 3, 2
+    )
+    assert "mixes the inputs" in message
+
+
+def test_check_projected_context_not_a_tensor(journey_weights):
+    x, W_q, W_k, W_v = journey_weights
+    message = failure(checks.check_projected_context, [0.3, 0.8], x, W_q, W_k, W_v, 1)
+    assert "expected a torch.Tensor, got list" in message
+
+
+# --- check_v1_from_v2 ----------------------------------------------------------------
+
+
+def v1_from_v2(sa_v2):
+    sa_v1 = SelfAttentionV1(sa_v2.d_in, sa_v2.d_out)
+    with torch.no_grad():
+        for role in ("W_query", "W_key", "W_value"):
+            getattr(sa_v1, role).copy_(getattr(sa_v2, role).weight.T)
+    return sa_v1
+
+
+def test_check_v1_from_v2_right_answer_and_global_seed_untouched(capsys):
+    torch.manual_seed(5)
+    expected = torch.rand(3)
+    torch.manual_seed(5)
+    checks.check_v1_from_v2(v1_from_v2)  # v1_from_v2 draws random numbers itself
+    assert torch.equal(torch.rand(3), expected)  # the learner's seed is untouched
+    assert capsys.readouterr().out.startswith("✅ check_v1_from_v2: your conversion")
+
+
+def test_check_v1_from_v2_without_transpose_fails_with_shapes():
+    def untransposed(sa_v2):
+        sa_v1 = SelfAttentionV1(sa_v2.d_in, sa_v2.d_out)
+        for role in ("W_query", "W_key", "W_value"):
+            weight = getattr(sa_v2, role).weight.detach().clone()
+            setattr(sa_v1, role, torch.nn.Parameter(weight))
+        return sa_v1
+
+    message = failure(checks.check_v1_from_v2, untransposed)
+    assert "has shape (2, 3)" in message and "copy weight.T" in message
+
+
+def test_check_v1_from_v2_square_module_without_transpose_is_named():
+    def transposes_only_rectangles(sa_v2):
+        sa_v1 = v1_from_v2(sa_v2)
+        if sa_v2.d_in == sa_v2.d_out:
+            with torch.no_grad():
+                sa_v1.W_key.copy_(sa_v2.W_key.weight)
+        return sa_v1
+
+    message = failure(checks.check_v1_from_v2, transposes_only_rectangles)
+    assert "your W_key on SelfAttentionV2(4, 4)" in message
+    assert "equals nn.Linear's weight itself" in message
+
+
+def test_check_v1_from_v2_swapped_roles_and_wrong_type():
+    def swapped(sa_v2):
+        sa_v1 = v1_from_v2(sa_v2)
+        with torch.no_grad():
+            sa_v1.W_query.copy_(sa_v2.W_key.weight.T)
+            sa_v1.W_key.copy_(sa_v2.W_query.weight.T)
+        return sa_v1
+
+    message = failure(checks.check_v1_from_v2, swapped)
+    assert "holds V2's W_key instead" in message
+    message = failure(checks.check_v1_from_v2, lambda sa_v2: sa_v2)
+    assert "returned a SelfAttentionV2" in message
+
+
+def test_check_v1_from_v2_must_not_change_the_v2_module():
+    def zeroes_v2(sa_v2):
+        sa_v1 = v1_from_v2(sa_v2)
+        with torch.no_grad():
+            sa_v2.W_value.weight.zero_()
+        return sa_v1
+
+    message = failure(checks.check_v1_from_v2, zeroes_v2)
+    assert "changed the W_value" in message
+
+
+def test_check_v1_from_v2_wants_the_function_itself():
+    with pytest.raises(TypeError, match="got a SelfAttentionV1 module"):
+        checks.check_v1_from_v2(v1_from_v2(SelfAttentionV2(3, 2)))
+
+
+# --- check_score_variance ------------------------------------------------------------
+
+
+def test_check_score_variance_right_answer(capsys):
+    checks.check_score_variance(4.0, 0.5, d_k=64, std=0.5)
+    out = capsys.readouterr().out
+    assert out.startswith("✅ check_score_variance: your prediction is correct")
+    assert "= 4 (measured on 20000 random pairs:" in out
+    checks.check_score_variance(torch.tensor(4.0), torch.tensor(0.5), d_k=64, std=0.5)
+
+
+@pytest.mark.parametrize(
+    ("variance", "scale", "phrase"),
+    [
+        (64.0, 0.5, "is the variance for entries of variance 1"),
+        (16.0, 0.5, "that has one factor std**2"),
+        (2.0, 0.5, "that is the standard deviation"),
+        (10.0, 0.5, "each of the d_k = 64 products"),
+        (4.0, 1 / 8, "1 / sqrt(d_k) = 0.125 gives variance 1 only"),
+        (4.0, 0.25, "that divides by the variance"),
+        (4.0, 2.0, "that multiplies by the standard deviation"),
+        (4.0, 0.3, "multiplying by c multiplies the variance by c**2"),
+    ],
+)
+def test_check_score_variance_names_each_slip(variance, scale, phrase):
+    message = failure(checks.check_score_variance, variance, scale, d_k=64, std=0.5)
+    assert phrase in message
+
+
+def test_check_score_variance_needs_numbers():
+    message = failure(checks.check_score_variance, "4", 0.5, d_k=64, std=0.5)
+    assert "expected a number, got str" in message
+
+
+# --- check_scaled_attention_fn -------------------------------------------------------
+
+
+def scaled_attention(queries, keys, values, scale=None):
+    scale = keys.shape[-1] ** -0.5 if scale is None else scale
+    weights = torch.softmax(queries @ keys.transpose(-2, -1) * scale, dim=-1)
+    return weights, weights @ values
+
+
+def test_check_scaled_attention_fn_right_answer(capsys):
+    checks.check_scaled_attention_fn(scaled_attention)
+    out = capsys.readouterr().out
+    assert out.startswith("✅ check_scaled_attention_fn: your scaled attention")
+
+
+@pytest.mark.parametrize(
+    ("wrong", "phrase"),
+    [
+        (lambda q, k, v: scaled_attention(q, k, v, scale=1.0), "no scaling"),
+        (
+            lambda q, k, v: scaled_attention(q, k, v, scale=1 / k.shape[-1]),
+            "scores divided by d_k",
+        ),
+        (
+            lambda q, k, v: scaled_attention(q, k, v, scale=v.shape[-1] ** -0.5),
+            "the width of the values",
+        ),
+    ],
+)
+def test_check_scaled_attention_fn_names_the_wrong_scale(wrong, phrase):
+    assert phrase in failure(checks.check_scaled_attention_fn, wrong)
+
+
+def test_check_scaled_attention_fn_other_mistakes():
+    def one_tensor(q, k, v):
+        return scaled_attention(q, k, v)[1]
+
+    assert "should return a pair" in failure(
+        checks.check_scaled_attention_fn, one_tensor
+    )
+
+    def over_queries(q, k, v):
+        weights = torch.softmax(q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5, dim=-2)
+        return weights, weights @ v
+
+    message = failure(checks.check_scaled_attention_fn, over_queries)
+    assert "rows sum to" in message or "values sum to" in message
+
+    def wrong_context(q, k, v):
+        weights, _ = scaled_attention(q, k, v)
+        return weights, weights @ v + 1
+
+    assert "weights @ values" in failure(
+        checks.check_scaled_attention_fn, wrong_context
+    )
+
+    def in_place(q, k, v):
+        weights, context = scaled_attention(q, k, v)
+        q.zero_()
+        return weights, context
+
+    assert "in place" in failure(checks.check_scaled_attention_fn, in_place)

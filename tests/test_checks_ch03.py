@@ -1,0 +1,188 @@
+"""Tests for the Chapter 3 self-checks: each with a right and with wrong answers."""
+
+import pytest
+import torch
+
+from attn_course import checks
+
+
+def failure(check, *args, **kwargs):
+    """Run a check that must fail; return its message."""
+    with pytest.raises(AssertionError) as info:
+        check(*args, **kwargs)
+    return str(info.value)
+
+
+def lower(T):
+    return torch.ones(T, T, dtype=torch.bool).tril()
+
+
+# --- check_causal_mask ---------------------------------------------------------------
+
+
+def test_check_causal_mask_right_answer(capsys):
+    checks.check_causal_mask(lower)
+    out = capsys.readouterr().out
+    assert out.startswith("✅ check_causal_mask: your causal mask is correct")
+
+
+@pytest.mark.parametrize(
+    ("wrong", "phrase"),
+    [
+        (lambda T: ~lower(T), "your mask is inverted: True must mean may attend"),
+        (lambda T: lower(T).tril(-1), "the diagonal is False"),
+        (lambda T: lower(T).T, "this is the upper triangle"),
+        (lambda T: lower(T).float(), "dtype is torch.float32, not bool"),
+        (
+            lambda T: torch.zeros(T, T).masked_fill(~lower(T), float("-inf")),
+            "this is an additive float mask",
+        ),
+        (lambda T: lower(T)[:, :-1], "wrong shape"),
+        (lambda T: lower(T).tolist(), "expected a torch.Tensor, got list"),
+    ],
+)
+def test_check_causal_mask_names_each_mistake(wrong, phrase):
+    assert phrase in failure(checks.check_causal_mask, wrong)
+
+
+def test_check_causal_mask_other_wrong_entry_is_located():
+    def one_wrong(T):
+        mask = lower(T)
+        if T >= 5:
+            mask[4, 1] = False
+        return mask
+
+    message = failure(checks.check_causal_mask, one_wrong)
+    assert (
+        "for T = 5: entry [4, 1] is False, but query 4 may attend to key 1" in message
+    )
+
+
+# --- check_mha_mask_fn ---------------------------------------------------------------
+
+
+def test_check_mha_mask_fn_right_answers(capsys):
+    checks.check_mha_mask_fn(lambda mask: ~mask)
+    checks.check_mha_mask_fn(torch.logical_not)
+    out = capsys.readouterr().out
+    assert out.count("✅ check_mha_mask_fn: your conversion is correct") == 2
+
+
+def test_check_mha_mask_fn_unchanged_mask_is_named():
+    message = failure(checks.check_mha_mask_fn, lambda mask: mask.clone())
+    assert "the input unchanged" in message and "True as blocked" in message
+
+
+def test_check_mha_mask_fn_float_and_in_place_and_wrong_values():
+    def additive(mask):
+        return torch.zeros(mask.shape).masked_fill(~mask, float("-inf"))
+
+    assert "this exercise asks for a bool mask" in failure(
+        checks.check_mha_mask_fn, additive
+    )
+    assert "in place" in failure(checks.check_mha_mask_fn, lambda m: m.logical_not_())
+
+    def causal_always(mask):  # ignores the mask it was given
+        T_q, T_k = mask.shape
+        return torch.ones(T_q, T_k, dtype=torch.bool).triu(diagonal=1)
+
+    message = failure(checks.check_mha_mask_fn, causal_always)
+    assert "nn.MultiheadAttention's output with your mask on a random" in message
+
+
+# --- check_additive_mask -------------------------------------------------------------
+
+
+def additive(T):
+    return torch.zeros(T, T).masked_fill(~lower(T), float("-inf"))
+
+
+def test_check_additive_mask_right_answers(capsys):
+    checks.check_additive_mask(additive)
+    assert "-inf above it" in capsys.readouterr().out
+    checks.check_additive_mask(lambda T: additive(T).clamp(min=-1e9))
+    assert "a large negative number above it" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("wrong", "phrase"),
+    [
+        (
+            lambda T: torch.triu(torch.ones(T, T), diagonal=1) * float("-inf"),
+            "0 * -inf = nan",
+        ),
+        (lambda T: -additive(T), "contains +inf"),
+        (lambda T: torch.triu(torch.ones(T, T), diagonal=1), "adding 1 to a score"),
+        (
+            lambda T: torch.zeros(T, T).masked_fill(lower(T), -torch.inf),
+            "your mask is inverted",
+        ),
+        (lambda T: additive(T).T, "it is transposed"),
+        (lambda T: lower(T), "dtype is torch.bool"),
+        (
+            lambda T: torch.zeros(T, T).masked_fill(~lower(T).tril(-1), -torch.inf),
+            "the diagonal is blocked",
+        ),
+        (lambda T: additive(T).clamp(min=-5.0), "expected -inf (blocked)"),
+    ],
+)
+def test_check_additive_mask_names_each_mistake(wrong, phrase):
+    assert phrase in failure(checks.check_additive_mask, wrong)
+
+
+# --- check_causal_attention_fn -------------------------------------------------------
+
+
+def attend(q, k, v, *, mask="causal", scale=None, renormalise=True):
+    T = q.shape[-2]
+    scale = k.shape[-1] ** -0.5 if scale is None else scale
+    scores = q @ k.transpose(-2, -1) * scale  # (..., T, T)
+    if mask == "causal":
+        scores = scores.masked_fill(~lower(T), -torch.inf)
+    elif mask == "inverted":
+        scores = scores.masked_fill(lower(T), -torch.inf)
+    elif mask == "nan":
+        scores = scores + torch.triu(torch.ones(T, T), diagonal=1) * float("-inf")
+    weights = torch.softmax(scores, dim=-1)
+    if mask == "after":
+        weights = weights * lower(T)
+        if renormalise:
+            weights = weights / weights.sum(dim=-1, keepdim=True)
+    return weights, weights @ v
+
+
+def test_check_causal_attention_fn_right_answers(capsys):
+    checks.check_causal_attention_fn(attend)
+    checks.check_causal_attention_fn(lambda q, k, v: attend(q, k, v, mask="after"))
+    out = capsys.readouterr().out
+    assert out.count("✅ check_causal_attention_fn: your causal attention") == 2
+
+
+@pytest.mark.parametrize(
+    ("options", "phrase"),
+    [
+        ({"mask": "inverted"}, "your mask is inverted"),
+        ({"mask": None}, "put weight on the future: query 0 gives"),
+        ({"mask": "nan"}, "contain NaN"),
+        ({"mask": "after", "renormalise": False}, "did not renormalise"),
+        ({"scale": 1.0}, "no scaling"),
+    ],
+)
+def test_check_causal_attention_fn_names_each_mistake(options, phrase):
+    def wrong(q, k, v):
+        return attend(q, k, v, **options)
+
+    assert phrase in failure(checks.check_causal_attention_fn, wrong)
+
+
+def test_check_causal_attention_fn_wrong_context_and_return():
+    def wrong_context(q, k, v):
+        weights, _ = attend(q, k, v)
+        return weights, weights @ q
+
+    assert "The context is weights @ values" in failure(
+        checks.check_causal_attention_fn, wrong_context
+    )
+    assert "should return a pair" in failure(
+        checks.check_causal_attention_fn, lambda q, k, v: attend(q, k, v)[1]
+    )

@@ -1,0 +1,169 @@
+"""The Chapter 6 self-checks: right answers pass, wrong ones get a precise message."""
+
+import pytest
+import torch
+
+from attn_course import checks, key_padding_to_attn_mask
+
+# --- check_cross_attention_mask ------------------------------------------------------
+
+
+def right_mask(src, T_t):
+    return (src != 0)[:, None, None, :]  # (B, T_s) -> (B, 1, 1, T_s)
+
+
+def test_cross_mask_accepts_right_answers(capsys):
+    checks.check_cross_attention_mask(right_mask)
+    checks.check_cross_attention_mask(
+        lambda src, T_t: key_padding_to_attn_mask(src != 0).expand(-1, 1, T_t, -1)
+    )  # (B, 1, T_t, T_s) works too
+    out = capsys.readouterr().out
+    assert out.count("✅ check_cross_attention_mask") == 2
+
+
+@pytest.mark.parametrize(
+    "fn, message",
+    [
+        (lambda src, T_t: src != 0, "does not broadcast.*mask\\[:, None, None, :\\]"),
+        (lambda src, T_t: right_mask(src, T_t).float(), "not bool"),
+        (lambda src, T_t: ~right_mask(src, T_t), "inverted"),
+        (
+            lambda src, T_t: (
+                right_mask(src, T_t)
+                & torch.ones(T_t, src.shape[1], dtype=torch.bool).tril()
+            ),
+            "never causal",
+        ),
+        (lambda src, T_t: (src != 0)[:, None, :, None], "does not broadcast"),
+        (lambda src, T_t: (src % 2 == 0)[:, None, None, :], "is a real token"),
+        (lambda src, T_t: None, "None"),
+        (lambda src, T_t: 1 / 0, "ZeroDivisionError"),
+    ],
+)
+def test_cross_mask_explains_wrong_answers(fn, message):
+    with pytest.raises(AssertionError, match=message):
+        checks.check_cross_attention_mask(fn)
+
+
+def test_cross_mask_names_the_silent_two_d_broadcast():
+    def two_d_when_it_fits(src, T_t):
+        mask = src != 0  # (B, T_s)
+        return mask if mask.shape[0] == T_t else right_mask(src, T_t)
+
+    with pytest.raises(AssertionError, match="broadcasts only because B = T_t = 4"):
+        checks.check_cross_attention_mask(two_d_when_it_fits)
+
+
+def test_cross_mask_wants_a_function():
+    with pytest.raises(TypeError, match="your function itself"):
+        checks.check_cross_attention_mask(torch.ones(2, 3, dtype=torch.bool))
+
+
+# --- check_cross_attention_shapes ----------------------------------------------------
+
+SIZES = dict(d_in=64, d_context=96, d_out=64, num_heads=4, batch_size=3, T_q=5, T_k=7)
+
+
+def right_shapes():
+    return {
+        "W_query": (64, 64),
+        "W_key": (64, 96),
+        "W_value": (64, 96),
+        "out_proj": (64, 64),
+        "weights": (3, 4, 5, 7),
+        "output": (3, 5, 64),
+        "num_parameters": 64 * 64 + 2 * 64 * 96 + 64 * 64 + 64,
+    }
+
+
+def test_shapes_accepts_the_right_answer(capsys):
+    checks.check_cross_attention_shapes(right_shapes(), **SIZES)
+    answer = right_shapes()
+    answer["weights"] = torch.Size([3, 4, 5, 7])  # a torch.Size is fine too
+    checks.check_cross_attention_shapes(answer, **SIZES)
+    assert capsys.readouterr().out.count("✅ check_cross_attention_shapes") == 2
+
+
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("W_key", (96, 64), "out_features, in_features"),
+        ("W_value", (64, 64), "computed from the context"),
+        ("weights", (3, 4, 7, 5), "Rows are queries"),
+        ("weights", (3, 5, 7), "keep the head dimension"),
+        ("output", (3, 7, 64), "the module gives \\(3, 5, 64\\)"),
+        ("num_parameters", 20480, "weight matrices only"),
+        ("num_parameters", 20480 + 4 * 64, "Only out_proj has a bias"),
+        ("W_query", "64 x 64", "must be a shape"),
+    ],
+)
+def test_shapes_explains_wrong_answers(key, value, message):
+    answer = right_shapes()
+    answer[key] = value
+    with pytest.raises(AssertionError, match=message):
+        checks.check_cross_attention_shapes(answer, **SIZES)
+
+
+def test_shapes_wants_every_key():
+    answer = right_shapes()
+    del answer["output"]
+    with pytest.raises(AssertionError, match="lacks the keys \\['output'\\]"):
+        checks.check_cross_attention_shapes(answer, **SIZES)
+    with pytest.raises(AssertionError, match="expected a dict"):
+        checks.check_cross_attention_shapes([(64, 64)], **SIZES)
+
+
+# --- check_future_detector ------------------------------------------------------------
+
+
+def sees_the_future(model, src, tgt_in):
+    changed = tgt_in.clone()
+    changed[:, -1] = (changed[:, -1] - 2) % 10 + 3  # another real token
+    before, after = model(src, tgt_in), model(src, changed)
+    return not torch.equal(before[:, :-1], after[:, :-1])
+
+
+def test_detector_accepts_a_right_answer(capsys):
+    checks.check_future_detector(sees_the_future)
+    assert "✅ check_future_detector" in capsys.readouterr().out
+
+
+def compare_all_positions(model, src, tgt_in):
+    changed = tgt_in.clone()
+    changed[:, -1] = (changed[:, -1] - 2) % 10 + 3
+    return not torch.equal(model(src, tgt_in), model(src, changed))
+
+
+def change_the_first_token(model, src, tgt_in):
+    changed = tgt_in.clone()
+    changed[:, 0] = (changed[:, 0] - 2) % 10 + 3
+    return not torch.equal(model(src, tgt_in)[:, :0], model(src, changed)[:, :0])
+
+
+def change_in_place(model, src, tgt_in):
+    before = model(src, tgt_in)
+    tgt_in[:, -1] = (tgt_in[:, -1] - 2) % 10 + 3
+    return not torch.equal(before[:, :-1], model(src, tgt_in)[:, :-1])
+
+
+@pytest.mark.parametrize(
+    "fn, message",
+    [
+        (compare_all_positions, "flagged the causal decoder"),
+        (change_the_first_token, "missed a decoder that sees the future"),
+        (change_in_place, "in place"),
+        (lambda model, src, tgt_in: "yes", "expected True or False"),
+        (lambda model, src, tgt_in: model(tgt_in), "raised"),
+    ],
+)
+def test_detector_explains_wrong_answers(fn, message):
+    with pytest.raises(AssertionError, match=message):
+        checks.check_future_detector(fn)
+
+
+def test_detector_accepts_a_one_element_bool_tensor(capsys):
+    def as_tensor(model, src, tgt_in):
+        return torch.tensor(sees_the_future(model, src, tgt_in))
+
+    checks.check_future_detector(as_tensor)
+    assert "✅" in capsys.readouterr().out
