@@ -21,9 +21,10 @@ data
 plot
     Attention heatmaps and bar charts; every helper returns a ``Figure``.
 explorer
-    An ipywidgets explorer of query choice and softmax temperature.
+    ipywidgets explorers: query choice and softmax temperature (Chapter 1), mask
+    conventions (Chapter 3).
 checks
-    Self-checks for the exercises.
+    Self-checks for the exercises, one module per chapter.
 """
 
 from . import (

@@ -1,4 +1,8 @@
-"""Explore one query's attention: pick the query token, turn the temperature knob.
+"""Interactive explorers of attention, each a pure computation plus a small widget app.
+
+Chapter 1, query and temperature: pick the query token, turn the temperature knob.
+Chapter 3, masks: :func:`mask_explore` and :func:`mask_explorer` switch between no
+mask, the causal mask and an inverted one (see the second half of this module).
 
 :func:`explore` is the computation, a pure function you can call anywhere.
 :func:`attention_explorer` wraps it in a small ipywidgets app: a dropdown for the
@@ -372,21 +376,28 @@ class AttentionExplorer(widgets.VBox):
         self.state = state
         self.figure = figure
         line = f'context vector of "{query}": {_format_vector(state.context)}\n'
-        # Replace the Output's content in one step. Unlike printing inside
-        # `with self.output:`, this needs no running kernel, so the explorer behaves
-        # the same in a notebook, in a test and in a doctest.
-        self.output.outputs = (
-            {
-                "output_type": "display_data",
-                "data": {
-                    "image/png": base64.b64encode(figure._repr_png_()).decode("ascii"),
-                    "text/plain": repr(figure),
-                },
-                "metadata": {},
-            },
-            {"output_type": "stream", "name": "stdout", "text": line},
-        )
+        _show(self.output, figure, line)
         return state
+
+
+def _show(output, figure, line):
+    """Replace what an Output widget shows with a figure and one line of text.
+
+    The outputs are set in one step. Unlike printing inside ``with output:``, this
+    needs no running kernel, so the explorers behave the same in a notebook, in a
+    test and in a doctest.
+    """
+    output.outputs = (
+        {
+            "output_type": "display_data",
+            "data": {
+                "image/png": base64.b64encode(figure._repr_png_()).decode("ascii"),
+                "text/plain": repr(figure),
+            },
+            "metadata": {},
+        },
+        {"output_type": "stream", "name": "stdout", "text": line},
+    )
 
 
 def attention_explorer(tokens, embeddings, *, query_index=1, temperature=1.0):
@@ -698,17 +709,7 @@ class MaskExplorer(widgets.VBox):
         )
         self.state = state
         self.figure = figure
-        self.output.outputs = (
-            {
-                "output_type": "display_data",
-                "data": {
-                    "image/png": base64.b64encode(figure._repr_png_()).decode("ascii"),
-                    "text/plain": repr(figure),
-                },
-                "metadata": {},
-            },
-            {"output_type": "stream", "name": "stdout", "text": line},
-        )
+        _show(self.output, figure, line)
         return state
 
 

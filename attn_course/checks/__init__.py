@@ -1,0 +1,81 @@
+"""Self-checks for the exercises: a green tick when right, an explanation when not.
+
+Each check prints one line starting with ✅ when your answer is right. When it is
+wrong, it raises ``AssertionError`` with a message that says what is wrong and how to
+fix it: an answer that is not a tensor, a wrong shape (both shapes are shown), NaN or
+infinite values, weights that are negative or whose rows do not sum to 1, or values
+that are off (the largest difference, where it is, and the expected and received
+numbers there).
+
+Messages never depend on memory addresses or timing, so a notebook that runs a check
+prints the same thing every time. The checks of each chapter live in their own module
+(``basics`` for Chapter 1, ``trainable_weights``, ``causal_mask``, ``dropout``,
+``multi_head``, ``encoder_decoder``); all of them are available from here.
+
+Shapes
+------
+T : number of tokens.
+D : embedding width.
+"""
+
+from .basics import (
+    check_attention_fn,
+    check_close,
+    check_context_vector,
+    check_softmax,
+    check_weights,
+)
+from .causal_mask import (
+    check_additive_mask,
+    check_causal_attention_fn,
+    check_causal_mask,
+    check_mha_mask_fn,
+)
+from .dropout import (
+    check_dropout_fn,
+    check_eval_forward,
+    check_row_drop_probability,
+)
+from .encoder_decoder import (
+    check_cross_attention_mask,
+    check_cross_attention_shapes,
+    check_future_detector,
+)
+from .multi_head import (
+    check_head_counts_fn,
+    check_head_split,
+    check_param_count_fn,
+    check_shape_predictions,
+)
+from .trainable_weights import (
+    check_projected_context,
+    check_scaled_attention_fn,
+    check_score_variance,
+    check_v1_from_v2,
+)
+
+__all__ = [
+    "check_additive_mask",
+    "check_attention_fn",
+    "check_causal_attention_fn",
+    "check_causal_mask",
+    "check_close",
+    "check_context_vector",
+    "check_cross_attention_mask",
+    "check_cross_attention_shapes",
+    "check_dropout_fn",
+    "check_eval_forward",
+    "check_future_detector",
+    "check_head_counts_fn",
+    "check_head_split",
+    "check_mha_mask_fn",
+    "check_param_count_fn",
+    "check_projected_context",
+    "check_row_drop_probability",
+    "check_scaled_attention_fn",
+    "check_score_variance",
+    "check_shape_predictions",
+    "check_softmax",
+    "check_v1_from_v2",
+    "check_weights",
+]
