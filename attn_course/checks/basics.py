@@ -13,6 +13,7 @@ from ._common import (
     _require_callable,
     _require_close,
     _require_finite,
+    _require_pair,
     _require_shape,
     _require_tensor,
     _require_weights,
@@ -382,20 +383,7 @@ def check_attention_fn(fn):
         x = original.clone()
         where = f" on {description}"
         result = _call(fn, "check_attention_fn", (x,), description)
-        if isinstance(result, torch.Tensor) or not (
-            isinstance(result, (tuple, list)) and len(result) == 2
-        ):
-            got = (
-                f"a tensor of shape {_shape(result)}"
-                if isinstance(result, torch.Tensor)
-                else f"a {type(result).__name__}"
-            )
-            raise AssertionError(
-                f"check_attention_fn: your function should return a pair "
-                f"(weights, context){where}, but it returned {got}; end it with "
-                "`return weights, context`."
-            )
-        weights, context = result
+        weights, context = _require_pair(result, "check_attention_fn", where)
         reference_context, reference_weights = scaled_dot_product_attention(
             original, original, original, scale=1.0, return_weights=True
         )  # (T, D), (T, T)
