@@ -4,6 +4,7 @@
 #   make test      lint, unit tests, nbval (strict), book build (-W), browser check
 #   make lab       JupyterLab on the chapters
 #   make outputs   re-execute every notebook in place (after editing a chapter)
+#   make student   workshop copies of the notebooks, without solutions or outputs
 #
 # Every target first creates .venv (if missing) and installs the pinned requirements.
 
@@ -15,7 +16,7 @@ NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
 BOOK_FLAGS := -W -n --keep-going
 export PYTHONHASHSEED := 0
 
-.PHONY: all book book-all test lint unit nbval site-check lab outputs clean
+.PHONY: all book book-all test lint unit nbval site-check lab outputs student clean
 
 all: test
 
@@ -60,6 +61,9 @@ lab: $(STAMP)
 
 outputs: $(STAMP)
 	$(BIN)/python tests/notebooks.py execute $(NOTEBOOKS)
+
+student: $(STAMP)
+	$(BIN)/python tests/notebooks.py student _build/student
 
 clean:
 	rm -rf _build

@@ -1,7 +1,9 @@
 """Find, execute and inspect the course notebooks.
 
 Used by ``make outputs`` (``python tests/notebooks.py execute``) to regenerate every
-stored output, and by ``tests/test_notebooks.py`` to check what is stored.
+stored output, by ``make student`` (``python tests/notebooks.py student DIR``) to write
+workshop copies without solutions, and by ``tests/test_notebooks.py`` to check what is
+stored.
 """
 
 from __future__ import annotations
@@ -169,6 +171,51 @@ def execute(path: Path) -> float:
     return elapsed
 
 
+SOLUTION_START = "```{solution-start}"
+SOLUTION_END = "```{solution-end}"
+STUDENT_PROMPT = (
+    "*Your answer here.* The solution is left out of this copy; the self-check "
+    "below tells you whether your answer is right."
+)
+
+
+def student_copy(path: Path) -> nbformat.NotebookNode:
+    """A copy of a notebook for a workshop: solutions removed, outputs cleared.
+
+    Every cell from the one that opens with a ``solution-start`` directive up to the
+    one that closes with ``solution-end`` (the solution's code and its explanation)
+    is replaced by a short prompt and an empty code cell, where the learner writes
+    the answer that the following self-check cell tests.
+    """
+    notebook = nbformat.read(path, as_version=4)
+    cells, inside = [], False
+    for cell in notebook.cells:
+        text = cell.source.strip() if cell.cell_type == "markdown" else ""
+        if text.startswith(SOLUTION_START):
+            if inside:
+                raise ValueError(f"{path.name}: a solution starts inside another one")
+            inside = True
+            cells.append(nbformat.v4.new_markdown_cell(STUDENT_PROMPT))
+            cells.append(nbformat.v4.new_code_cell(""))
+        if SOLUTION_END in text:
+            if not (inside and text.endswith(SOLUTION_END + "\n```")):
+                raise ValueError(
+                    f"{path.name}: a solution-end must close a solution and end its "
+                    "cell"
+                )
+            inside = False
+        elif not inside:
+            if cell.cell_type == "code":
+                cell.outputs = []
+                cell.execution_count = None
+            cells.append(cell)
+    if inside:
+        raise ValueError(f"{path.name}: a solution never ends")
+    notebook.cells = cells
+    notebook.metadata.pop("widgets", None)  # saved views of cleared outputs
+    return notebook
+
+
 def _merge_streams(outputs):
     """Join consecutive prints to the same stream into one output.
 
@@ -197,7 +244,17 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument(
         "paths", nargs="*", type=Path, help="notebooks (default: all in chapters/)"
     )
+    student = sub.add_parser(
+        "student", help="write copies without solutions or outputs, for a workshop"
+    )
+    student.add_argument("out", type=Path, help="folder for the copies")
     args = parser.parse_args(argv)
+    if args.command == "student":
+        args.out.mkdir(parents=True, exist_ok=True)
+        for path in chapter_notebooks():
+            nbformat.write(student_copy(path), args.out / path.name)
+            print(f"wrote {args.out / path.name}")
+        return 0
     paths = [path.resolve() for path in args.paths] or chapter_notebooks()
     for path in paths:
         print(f"executing {path.relative_to(ROOT)} ...", flush=True)

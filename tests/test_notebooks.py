@@ -17,8 +17,10 @@ import nbformat
 import pytest
 from notebooks import (
     ROOT,
+    STUDENT_PROMPT,
     chapter_notebooks,
     stored_output_problems,
+    student_copy,
     toc_entries,
     toc_problems,
 )
@@ -44,6 +46,54 @@ def test_toc_and_chapters_agree():
 
 def test_toc_starts_with_the_introduction():
     assert toc_entries()[0] == "chapters/intro"
+
+
+# --- workshop copies without solutions (make student) -----------------------------
+
+
+def _exercise_count(notebook):
+    return sum(
+        cell.source.lstrip().startswith("```{exercise}")
+        for cell in notebook.cells
+        if cell.cell_type == "markdown"
+    )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[path.name for path in NOTEBOOKS])
+def test_student_copy_keeps_exercises_and_checks_but_no_solution(path):
+    original = nbformat.read(path, as_version=4)
+    copy = student_copy(path)
+    text = "\n".join(cell.source for cell in copy.cells)
+    assert "solution-start" not in text and "solution-end" not in text
+    assert not any(
+        cell.get("outputs") or cell.get("execution_count") for cell in copy.cells
+    ), "a student copy must come without outputs"
+    prompts = [i for i, cell in enumerate(copy.cells) if cell.source == STUDENT_PROMPT]
+    assert len(prompts) == _exercise_count(copy) == _exercise_count(original) >= 3
+    for i in prompts:
+        answer = copy.cells[i + 1]
+        assert answer.cell_type == "code" and answer.source == ""
+        check = next(
+            cell
+            for cell in copy.cells[i + 2 :]
+            if cell.cell_type == "code" and cell.source
+        )
+        assert "checks.check_" in check.source, (
+            f"{path.name}: the first code cell after a removed solution should be "
+            f"its self-check, found:\n{check.source}"
+        )
+
+
+def test_student_copy_rejects_a_solution_that_never_ends(tmp_path):
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_markdown_cell("```{solution-start} ex\n:class: dropdown\n```"),
+        nbformat.v4.new_code_cell("answer = 42"),
+    ]
+    path = tmp_path / "broken.ipynb"
+    nbformat.write(notebook, path)
+    with pytest.raises(ValueError, match="never ends"):
+        student_copy(path)
 
 
 # --- the checks above, and nbval, fail on damaged copies --------------------------

@@ -204,3 +204,25 @@ def _is_notebook(entry: str) -> bool:
 def test_every_toc_page_was_built():
     missing = [page for page in PAGES if not (HTML / page).exists()]
     assert not missing, f"pages in _toc.yml with no built HTML: {missing}"
+
+
+def test_a_chapter_works_opened_from_disk(browser):
+    """Readers open _build/html/index.html straight from disk: math and figures too."""
+    page_path = HTML / "chapters" / "01_toy_attention.html"
+    context = browser.new_context()
+    page = context.new_page()
+    log = PageLog(page, page_path.as_uri())
+    page.goto(page_path.as_uri(), wait_until="load")
+    page.wait_for_function(
+        "() => window.MathJax && MathJax.startup && MathJax.startup.promise",
+        timeout=MATHJAX_TIMEOUT_MS,
+    )
+    page.evaluate("() => MathJax.startup.promise")
+    typeset = page.locator("mjx-container").count()
+    widths = page.evaluate(
+        "() => Array.from(document.querySelectorAll('main img'), i => i.naturalWidth)"
+    )
+    context.close()
+    assert not log.problems, "\n".join(log.problems)
+    assert typeset > 0, "no math was typeset when the page was opened from disk"
+    assert widths and min(widths) > 0, f"figures did not load from disk: {widths}"
