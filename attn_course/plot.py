@@ -301,6 +301,17 @@ def attention_heatmap(
     return fig
 
 
+def _grid_shape(count, ncols, *, default):
+    """Columns and rows of a grid of ``count`` panels; ``ncols=None`` picks up to
+    ``default`` columns."""
+    if ncols is None:
+        ncols = min(count, default)
+    if not isinstance(ncols, int) or isinstance(ncols, bool) or ncols < 1:
+        raise ValueError(f"ncols must be a positive int, got ncols={ncols!r}")
+    ncols = min(ncols, count)
+    return ncols, math.ceil(count / ncols)
+
+
 def _as_matrices(weights):
     """Split ``weights`` into a list of 2-D arrays, one per panel."""
     if isinstance(weights, (list, tuple)) and all(
@@ -402,12 +413,7 @@ def heatmap_grid(
             f"got {received} titles for {count} matrices; pass one title per matrix, "
             f"e.g. titles=[f'head {{h}}' for h in range({count})]"
         )
-    if ncols is None:
-        ncols = min(count, 4)
-    if not isinstance(ncols, int) or isinstance(ncols, bool) or ncols < 1:
-        raise ValueError(f"ncols must be a positive int, got ncols={ncols!r}")
-    ncols = min(ncols, count)
-    nrows = math.ceil(count / ncols)
+    ncols, nrows = _grid_shape(count, ncols, default=4)
     if key_tokens is None and query_tokens is not None:
         if all(m.shape[0] == m.shape[1] for m in matrices):
             key_tokens = query_tokens  # self-attention: the same tokens on both axes
@@ -732,12 +738,7 @@ def line_panels(
             f"got {len(flags)} log_y flags for {count} panels; pass one bool per "
             "panel, or a single bool for all"
         )
-    if ncols is None:
-        ncols = min(count, 3)
-    if not isinstance(ncols, int) or isinstance(ncols, bool) or ncols < 1:
-        raise ValueError(f"ncols must be a positive int, got ncols={ncols!r}")
-    ncols = min(ncols, count)
-    nrows = math.ceil(count / ncols)
+    ncols, nrows = _grid_shape(count, ncols, default=3)
     fig = _new_figure(min(18.0, 4.4 * ncols), 3.3 * nrows + (0.4 if suptitle else 0))
     grid = fig.subplots(nrows, ncols, squeeze=False)
     markers = "os^Dv<>"
