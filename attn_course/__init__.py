@@ -18,13 +18,25 @@ seq2seq
     A small encoder-decoder transformer, greedy decoding and training (Chapter 6).
 data
     The toy sentences used throughout the course.
+walkthrough
+    What one query sees at a softmax temperature (Chapter 1) and what a causal mask
+    lets through (Chapter 3): the pure computations behind the explorers.
 plot
     Attention heatmaps and bar charts; every helper returns a ``Figure``.
 explorer
-    ipywidgets explorers: query choice and softmax temperature (Chapter 1), mask
-    conventions (Chapter 3).
+    ipywidgets apps on top of ``walkthrough`` and ``plot``: query choice and
+    softmax temperature (Chapter 1), mask conventions (Chapter 3). The only module
+    that imports ipywidgets; nothing but this package face imports it.
 checks
     Self-checks for the exercises, one module per chapter.
+shapes
+    The glossary of the letters every docstring's ``Shapes`` section uses.
+
+The modules import only downwards, with no cycle (a test checks it): ``_validate``,
+``shapes``, ``data``, ``masks`` and ``translation`` import nothing of the package;
+``functional`` builds on ``masks``; ``modules`` and ``walkthrough`` on
+``functional``; ``seq2seq`` on ``modules``; ``plot`` draws what ``walkthrough``
+computes; ``checks`` use all of these; ``explorer`` comes last.
 """
 
 from . import (
@@ -36,7 +48,9 @@ from . import (
     modules,
     plot,
     seq2seq,
+    shapes,
     translation,
+    walkthrough,
 )
 from .data import ToySentence, hello_shiny_sun, your_journey
 from .functional import scaled_dot_product_attention
@@ -81,8 +95,10 @@ __all__ = [
     "plot",
     "scaled_dot_product_attention",
     "seq2seq",
+    "shapes",
     "to_additive_mask",
     "translation",
+    "walkthrough",
     "your_journey",
 ]
 __version__ = "0.1.0"

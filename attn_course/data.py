@@ -7,10 +7,8 @@ every step of attention by hand, which is what Chapter 1 does.
 Every call builds a fresh ``float32`` tensor, so a reader who edits the embeddings in
 one cell never changes what another cell (or another chapter) receives.
 
-Shapes
-------
-T : number of tokens in the sentence.
-D : embedding width (3 for both toy sentences).
+Shape letters are those of :mod:`attn_course.shapes`: ``T`` tokens in the sentence,
+``D`` the embedding width (3 for both toy sentences). Introduced in Chapter 1.
 """
 
 from __future__ import annotations
@@ -25,6 +23,9 @@ __all__ = ["ToySentence", "hello_shiny_sun", "your_journey"]
 class ToySentence(NamedTuple):
     """A short sentence together with one embedding row per token.
 
+    ``len(tokens)`` equals the number of rows ``T`` of ``embeddings``.
+    Introduced in Chapter 1.
+
     Attributes
     ----------
     tokens : tuple of str
@@ -34,7 +35,8 @@ class ToySentence(NamedTuple):
 
     Shapes
     ------
-    embeddings : (T, D), with ``T == len(tokens)``.
+    Letters: see attn_course.shapes.
+    embeddings : (T, D)
 
     Examples
     --------
@@ -52,17 +54,21 @@ class ToySentence(NamedTuple):
 
 
 def hello_shiny_sun() -> ToySentence:
-    """Return the three-token sentence "Hello shiny sun!" of Chapter 1.
+    """Return the three-token sentence "Hello shiny sun!".
+
+    The sentence of Chapter 1's worked example, small enough to compute attention
+    by hand. Introduced in Chapter 1.
 
     Returns
     -------
     ToySentence
         ``tokens`` is ``("Hello", "shiny", "sun!")``; ``embeddings`` is a new
-        ``float32`` tensor on every call.
+        ``float32`` tensor on every call, one row of ``D = 3`` numbers per token.
 
     Shapes
     ------
-    embeddings : (3, 3), i.e. (T, D).
+    Letters: see attn_course.shapes.
+    embeddings : (3, 3)
 
     Examples
     --------
@@ -95,6 +101,9 @@ def hello_shiny_sun() -> ToySentence:
 def your_journey() -> ToySentence:
     """Return the six-token sentence "Your journey starts with one step".
 
+    The running example from Chapter 1 on: the input of every module the course
+    builds. Introduced in Chapter 1.
+
     Returns
     -------
     ToySentence
@@ -103,7 +112,8 @@ def your_journey() -> ToySentence:
 
     Shapes
     ------
-    embeddings : (6, 3), i.e. (T, D).
+    Letters: see attn_course.shapes.
+    embeddings : (6, 3)
 
     Examples
     --------

@@ -4,17 +4,24 @@
 call. The version here gives the same results, but every step is a line you can read,
 print and change, and it can hand back the attention weights it used.
 
-Shapes use these letters: ``...`` any number of batch dimensions (batch ``B``, heads
-``H``, ...), ``T_q`` query length, ``T_k`` key length, ``E`` the width of queries and
-keys, ``Ev`` the width of values.
+Shape letters are those of :mod:`attn_course.shapes`; ``...`` stands for any number
+of batch dimensions (batch ``B``, heads ``H``, ...). Introduced in Chapter 1, where
+attention is first computed by hand; every later chapter and every module of the
+package calls it.
 """
 
 import math
-from numbers import Real
 
 import torch
 import torch.nn.functional as F
 
+from ._validate import (
+    require_bool_mask,
+    require_floating,
+    require_positive,
+    require_probability,
+    require_tensor,
+)
 from .masks import causal_mask
 
 __all__ = ["scaled_dot_product_attention"]
@@ -37,16 +44,19 @@ def scaled_dot_product_attention(
 
     The same signature and results as
     ``torch.nn.functional.scaled_dot_product_attention``, computed in six readable
-    steps: scores, scale, mask, softmax, dropout, weighted sum of the values.
+    steps: scores, scale, mask, softmax, dropout, weighted sum of the values. The
+    leading ``...`` dimensions of query, key and value broadcast against each other,
+    so one key/value tensor can serve a whole batch of queries; ``attn_mask`` only
+    needs to broadcast to the scores shape. Introduced in Chapter 1.
 
     Parameters
     ----------
     query : torch.Tensor
-        Queries, shape ``(..., T_q, E)``.
+        Queries, one row of width ``d_k`` per query.
     key : torch.Tensor
-        Keys, shape ``(..., T_k, E)``.
+        Keys, one row of width ``d_k`` per key.
     value : torch.Tensor
-        Values, shape ``(..., T_k, Ev)``: one value per key.
+        Values, one row of width ``d_v`` per key.
     attn_mask : torch.Tensor, optional
         Which keys each query may use, broadcastable to the scores shape
         ``(..., T_q, T_k)``: for example ``(T_q, T_k)``, ``(B, T_q, T_k)`` or
@@ -62,7 +72,7 @@ def scaled_dot_product_attention(
         top-left corner when ``T_q != T_k``, as in PyTorch). Cannot be combined with
         ``attn_mask``.
     scale : float, optional
-        Factor the scores are multiplied by; ``None`` means ``1 / sqrt(E)``.
+        Factor the scores are multiplied by; ``None`` means ``1 / sqrt(d_k)``.
     return_weights : bool, default False
         Also return the attention weights.
     training : bool, default True
@@ -77,24 +87,22 @@ def scaled_dot_product_attention(
     Returns
     -------
     output : torch.Tensor
-        The weighted sums of the values, shape ``(..., T_q, Ev)``.
+        The weighted sums of the values.
     weights : torch.Tensor
         Only if ``return_weights=True``: the weights actually used, after masking and
-        dropout, shape ``(..., T_q, T_k)``, so that ``output == weights @ value``.
-        Each row sums to 1 (before dropout). A query whose keys are *all* masked gets
-        a row of zeros and an output of zeros, exactly as PyTorch returns.
+        dropout, so that ``output == weights @ value``. Each row sums to 1 (before
+        dropout). A query whose keys are *all* masked gets a row of zeros and an
+        output of zeros, exactly as PyTorch returns.
 
     Shapes
     ------
-    - query: ``(..., T_q, E)``
-    - key: ``(..., T_k, E)``
-    - value: ``(..., T_k, Ev)``
-    - attn_mask: broadcastable to ``(..., T_q, T_k)``
-    - output: ``(..., T_q, Ev)``
-    - weights: ``(..., T_q, T_k)``
-
-    The leading ``...`` dimensions of query, key and value broadcast against each
-    other, so one key/value tensor can serve a whole batch of queries.
+    Letters: see attn_course.shapes.
+    query : (..., T_q, d_k)
+    key : (..., T_k, d_k)
+    value : (..., T_k, d_v)
+    attn_mask : (..., T_q, T_k)
+    output : (..., T_q, d_v)
+    weights : (..., T_q, T_k)
 
     Raises
     ------
@@ -103,8 +111,8 @@ def scaled_dot_product_attention(
         are not floating point with one shared dtype, if attn_mask is neither bool
         nor floating point, or if dropout_p or scale is not a number.
     ValueError
-        If an input has fewer than 2 dimensions, query and key differ in ``E``, key
-        and value differ in ``T_k``, the batch dimensions do not broadcast,
+        If an input has fewer than 2 dimensions, query and key differ in ``d_k``,
+        key and value differ in ``T_k``, the batch dimensions do not broadcast,
         attn_mask does not broadcast to the scores shape, attn_mask is given with
         ``is_causal=True``, dropout_p is outside ``[0, 1)``, or scale is not a
         positive finite number.
@@ -115,7 +123,7 @@ def scaled_dot_product_attention(
     itself and the tokens before it:
 
     >>> import torch
-    >>> x = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])  # (T=3, E=2)
+    >>> x = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])  # (T=3, d_k=2)
     >>> out, weights = scaled_dot_product_attention(
     ...     x, x, x, is_causal=True, return_weights=True
     ... )
@@ -140,52 +148,51 @@ def scaled_dot_product_attention(
     tensor([[0.6700, 0.3300],
             [0.0000, 0.0000]])
     """
-    scores_shape = _check_inputs(
+    scores_shape, dropout_p, scale = _check_inputs(
         query, key, value, attn_mask, dropout_p, is_causal, scale
     )
     T_q, T_k = scores_shape[-2:]
-    if scale is None:
-        scale = 1.0 / math.sqrt(query.size(-1))
 
     # Step 1: how well each query matches each key, one dot product per pair.
-    # (..., T_q, E) @ (..., E, T_k) -> (..., T_q, T_k)
+    # (..., T_q, d_k) @ (..., d_k, T_k) -> (..., T_q, T_k)
     scores = query @ key.transpose(-2, -1)
 
-    # Step 2: scale, so the softmax does not saturate as E grows.
-    scores = scores * scale  # (..., T_q, T_k)
+    # Step 2: scale, so the softmax does not saturate as d_k grows.
+    scores = scores * scale
 
     # Step 3: mask. A blocked key gets a score of -inf, so its weight will be 0.
     if is_causal:
-        allowed = causal_mask(T_q, T_k, device=scores.device)  # (T_q, T_k)
-        scores = scores.masked_fill(~allowed, float("-inf"))  # (..., T_q, T_k)
+        allowed = causal_mask(T_q, T_k, device=scores.device)
+        scores = scores.masked_fill(~allowed, float("-inf"))
     elif attn_mask is not None and attn_mask.dtype == torch.bool:
-        scores = scores.masked_fill(~attn_mask, float("-inf"))  # (..., T_q, T_k)
+        scores = scores.masked_fill(~attn_mask, float("-inf"))
     elif attn_mask is not None:
-        scores = scores + attn_mask.to(scores.dtype)  # (..., T_q, T_k)
+        scores = scores + attn_mask.to(scores.dtype)
 
     # Step 4: softmax over the keys, so each query's weights sum to 1.
     # A query whose keys are all masked has a row of -inf scores. A plain softmax
     # would give NaN there (-inf - -inf), so, like PyTorch, we return weights of 0
     # for such rows. Setting their scores to 0 first keeps the softmax, and its
     # gradient, free of NaN.
-    fully_masked = torch.isneginf(scores).all(dim=-1, keepdim=True)  # (..., T_q, 1)
-    scores = scores.masked_fill(fully_masked, 0.0)  # (..., T_q, T_k)
-    weights = torch.softmax(scores, dim=-1)  # (..., T_q, T_k)
-    weights = weights.masked_fill(fully_masked, 0.0)  # (..., T_q, T_k)
+    # (..., T_q, T_k) -> (..., T_q, 1)
+    fully_masked = torch.isneginf(scores).all(dim=-1, keepdim=True)
+    scores = scores.masked_fill(fully_masked, 0.0)
+    weights = torch.softmax(scores, dim=-1)
+    weights = weights.masked_fill(fully_masked, 0.0)
 
     # Step 5: dropout on the weights (not on the scores). Each weight is kept with
     # probability 1 - p and scaled by 1 / (1 - p), so its expected value is unchanged.
     if training and dropout_p > 0.0 and generator is None:
         # Without a generator, draw exactly as nn.Dropout does, so code that calls
         # nn.Dropout on the weights gets the same mask after the same manual_seed.
-        weights = F.dropout(weights, p=dropout_p, training=True)  # (..., T_q, T_k)
+        weights = F.dropout(weights, p=dropout_p, training=True)
     elif training and dropout_p > 0.0:
-        keep_prob = torch.full_like(weights, 1.0 - dropout_p)  # (..., T_q, T_k)
-        keep = torch.bernoulli(keep_prob, generator=generator).bool()  # (..., T_q, T_k)
+        keep_prob = torch.full_like(weights, 1.0 - dropout_p)
+        keep = torch.bernoulli(keep_prob, generator=generator).bool()
         weights = torch.where(keep, weights / (1.0 - dropout_p), 0.0)
 
     # Step 6: each output is the weighted sum of the values.
-    # (..., T_q, T_k) @ (..., T_k, Ev) -> (..., T_q, Ev)
+    # (..., T_q, T_k) @ (..., T_k, d_v) -> (..., T_q, d_v)
     output = weights @ value
 
     if return_weights:
@@ -193,20 +200,36 @@ def scaled_dot_product_attention(
     return output
 
 
+# Sizes that two inputs must share: (first, second, dimension, letter, why, fix).
+_SHARED_SIZES = (
+    (
+        "query",
+        "key",
+        -1,
+        "d_k",
+        "each score is a dot product of a query and a key",
+        "project both to the same width, e.g. with nn.Linear(d_in, d_out)",
+    ),
+    (
+        "key",
+        "value",
+        -2,
+        "T_k",
+        "one value per key",
+        "pass the same tokens as keys and values",
+    ),
+)
+
+
 def _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, scale):
-    """Raise a teaching error for bad inputs; return the scores shape."""
+    """Raise a teaching error for bad inputs.
+
+    Returns the scores shape ``(..., T_q, T_k)``, ``dropout_p`` as a float and the
+    scale to use (``1 / sqrt(d_k)`` for ``scale=None``).
+    """
     tensors = {"query": query, "key": key, "value": value}
     for name, tensor in tensors.items():
-        if not isinstance(tensor, torch.Tensor):
-            raise TypeError(
-                f"{name} must be a torch.Tensor, got {type(tensor).__name__}; "
-                f"convert it first, e.g. {name} = torch.tensor({name})"
-            )
-        if not tensor.is_floating_point():
-            raise TypeError(
-                f"{name} must be floating point, got dtype {tensor.dtype}; "
-                f"convert it first, e.g. {name} = {name}.float()"
-            )
+        require_floating(require_tensor(tensor, name), name)
     if not query.dtype == key.dtype == value.dtype:
         raise TypeError(
             "query, key and value must share one dtype, got "
@@ -221,20 +244,15 @@ def _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, scale):
                 f"dimension: {name}.unsqueeze(0) has shape "
                 f"{tuple(tensor.unsqueeze(0).shape)}"
             )
-    if query.size(-1) != key.size(-1):
-        raise ValueError(
-            "query and key must have the same last dimension E (each score is a dot "
-            f"product of a query and a key), got query {tuple(query.shape)} with "
-            f"E={query.size(-1)} and key {tuple(key.shape)} with E={key.size(-1)}; "
-            "project both to the same width, e.g. with nn.Linear(d_in, d_out)"
-        )
-    if key.size(-2) != value.size(-2):
-        raise ValueError(
-            "key and value must have the same length T_k (one value per key), got "
-            f"key {tuple(key.shape)} with T_k={key.size(-2)} and value "
-            f"{tuple(value.shape)} with T_k={value.size(-2)}; pass the same tokens "
-            "as keys and values"
-        )
+    for first, second, dim, letter, why, fix in _SHARED_SIZES:
+        a, b = tensors[first], tensors[second]
+        if a.size(dim) != b.size(dim):
+            which = "last dimension" if dim == -1 else "length"
+            raise ValueError(
+                f"{first} and {second} must have the same {which} {letter} ({why}), "
+                f"got {first} {tuple(a.shape)} with {letter}={a.size(dim)} and "
+                f"{second} {tuple(b.shape)} with {letter}={b.size(dim)}; {fix}"
+            )
     batch_shapes = [tuple(t.shape[:-2]) for t in (query, key, value)]
     try:
         batch = torch.broadcast_shapes(*batch_shapes[:2])
@@ -248,18 +266,17 @@ def _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, scale):
         ) from None
     scores_shape = (*batch, query.size(-2), key.size(-2))
 
-    if not isinstance(dropout_p, Real) or isinstance(dropout_p, bool):
-        raise TypeError(
-            f"dropout_p must be a number, got {type(dropout_p).__name__}; "
-            "use e.g. dropout_p=0.1, or 0.0 for no dropout"
+    dropout_p = require_probability(dropout_p, "dropout_p")
+    default_scale = 1.0 / math.sqrt(query.size(-1))
+    if scale is None:
+        scale = default_scale
+    else:
+        scale = require_positive(
+            scale,
+            "scale",
+            hint=f"leave scale=None for 1/sqrt(d_k) = {default_scale:.4g}, or use "
+            "scale=1.0 for plain dot products",
         )
-    if not 0.0 <= dropout_p < 1.0:
-        raise ValueError(
-            f"dropout_p must be in [0, 1), got dropout_p={dropout_p}; it is the "
-            "probability of dropping a weight: use e.g. 0.1, or 0.0 for no dropout"
-        )
-    if scale is not None:
-        _check_scale(scale, query.size(-1))
     if attn_mask is not None:
         if is_causal:
             raise ValueError(
@@ -268,21 +285,19 @@ def _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, scale):
                 "attn_mask=mask & causal_mask(T_q, T_k) for a bool mask"
             )
         _check_mask(attn_mask, scores_shape)
-    return scores_shape
+    return scores_shape, dropout_p, scale
 
 
 def _check_mask(attn_mask, scores_shape):
     """Raise a teaching error unless attn_mask is a usable mask for scores_shape."""
-    if not isinstance(attn_mask, torch.Tensor):
-        raise TypeError(
-            f"attn_mask must be a torch.Tensor, got {type(attn_mask).__name__}; "
-            "build it with torch.tensor(..., dtype=torch.bool) (True = may attend)"
-        )
-    if attn_mask.dtype != torch.bool and not attn_mask.is_floating_point():
-        raise TypeError(
-            f"attn_mask must be bool (True = may attend) or floating point (added "
-            f"to the scores), got dtype {attn_mask.dtype}; if 1 marks the keys a "
-            "query may attend to, use attn_mask.bool()"
+    fix = "build it with torch.tensor(..., dtype=torch.bool) (True = may attend)"
+    require_tensor(attn_mask, "attn_mask", fix=fix)
+    if not attn_mask.is_floating_point():
+        # Besides bool, a float mask is fine here: it is added to the scores.
+        require_bool_mask(
+            attn_mask,
+            "attn_mask",
+            meaning="True = may attend; a float mask, added to the scores, works too",
         )
     mask_shape = tuple(attn_mask.shape)
     try:
@@ -312,17 +327,3 @@ def _check_mask(attn_mask, scores_shape):
         f"attn_mask of shape {mask_shape} does not broadcast to the scores shape "
         f"{scores_shape} (..., T_q, T_k); {fix}"
     )
-
-
-def _check_scale(scale, E):
-    """Raise a teaching error unless scale is a positive finite number."""
-    hint = (
-        f"leave scale=None for 1/sqrt(E) = {1 / math.sqrt(E):.4g}, "
-        "or use scale=1.0 for plain dot products"
-    )
-    if not isinstance(scale, Real) or isinstance(scale, bool):
-        raise TypeError(f"scale must be a number, got {type(scale).__name__}; {hint}")
-    if not (math.isfinite(scale) and scale > 0):
-        raise ValueError(
-            f"scale must be a positive finite number, got scale={scale}; {hint}"
-        )

@@ -5,16 +5,24 @@ as in ``torch.nn.functional.scaled_dot_product_attention``. Beware that
 ``nn.MultiheadAttention`` uses the opposite (``True`` = *blocked*): a mask meant for
 one silently gives wrong results in the other, so invert it with ``~mask`` when you
 move between them.
+
+Shape letters are those of :mod:`attn_course.shapes`. Introduced in Chapter 3 (the
+causal mask and both mask conventions); Chapter 5 adds the reshape of a padding mask
+for multi-head scores.
 """
 
 import torch
 
+from ._validate import kind_of, require_bool_mask, require_int
+
 __all__ = [
     "causal_mask",
-    "key_padding_to_attn_mask",
     "padding_mask",
     "to_additive_mask",
+    "key_padding_to_attn_mask",
 ]
+
+_SIZE_HINT = "it counts tokens, e.g. the sequence length x.shape[-2]"
 
 
 def causal_mask(T_q, T_k=None, *, device=None):
@@ -23,7 +31,7 @@ def causal_mask(T_q, T_k=None, *, device=None):
     The lower triangle, including the diagonal, is ``True`` (= *may attend*, the
     convention of PyTorch's ``scaled_dot_product_attention``; ``nn.MultiheadAttention``
     uses the opposite). When ``T_q != T_k`` the triangle is aligned at the top-left
-    corner, as ``is_causal=True`` does in PyTorch.
+    corner, as ``is_causal=True`` does in PyTorch. Introduced in Chapter 3.
 
     Parameters
     ----------
@@ -41,7 +49,8 @@ def causal_mask(T_q, T_k=None, *, device=None):
 
     Shapes
     ------
-    - output: ``(T_q, T_k)``
+    Letters: see attn_course.shapes.
+    output : (T_q, T_k)
 
     Raises
     ------
@@ -60,11 +69,9 @@ def causal_mask(T_q, T_k=None, *, device=None):
     tensor([[ True, False, False, False],
             [ True,  True, False, False]])
     """
-    if T_k is None:
-        T_k = T_q
-    for name, size in (("T_q", T_q), ("T_k", T_k)):
-        _check_size(name, size)
-    # (T_q, T_k): keep the diagonal and everything below it.
+    T_q = require_int(T_q, "T_q", hint=_SIZE_HINT)
+    T_k = T_q if T_k is None else require_int(T_k, "T_k", hint=_SIZE_HINT)
+    # Keep the diagonal and everything below it.
     return torch.ones(T_q, T_k, dtype=torch.bool, device=device).tril()
 
 
@@ -75,11 +82,13 @@ def padding_mask(lengths, max_len=None):
     ``False`` for the padding after them: ``True`` = *may attend*, the convention of
     PyTorch's ``scaled_dot_product_attention`` (``nn.MultiheadAttention``'s
     ``key_padding_mask`` uses the opposite, ``True`` = padding; pass it ``~mask``).
+    To use it as an ``attn_mask`` over scores of shape ``(B, H, T_q, T_k)``, reshape
+    it with :func:`key_padding_to_attn_mask`. Introduced in Chapter 3.
 
     Parameters
     ----------
     lengths : list of int, tuple of int or torch.Tensor
-        The length of each sequence, shape ``(B,)``; each between 0 and ``max_len``.
+        The length of each sequence; each between 0 and ``max_len``.
     max_len : int, optional
         Padded length ``T``, at least 1; defaults to ``max(lengths)``.
 
@@ -90,11 +99,9 @@ def padding_mask(lengths, max_len=None):
 
     Shapes
     ------
-    - lengths: ``(B,)``
-    - output: ``(B, T)`` with ``T = max_len``
-
-    To use it as an ``attn_mask`` over scores of shape ``(B, H, T_q, T_k)``, reshape
-    it with :func:`key_padding_to_attn_mask`.
+    Letters: see attn_course.shapes.
+    lengths : (B,)
+    output : (B, max_len)
 
     Raises
     ------
@@ -116,7 +123,7 @@ def padding_mask(lengths, max_len=None):
     if not isinstance(lengths, (list, tuple, torch.Tensor)):
         raise TypeError(
             "lengths must be a list, tuple or 1-D tensor of ints, got "
-            f"{type(lengths).__name__}; e.g. padding_mask([3, 1])"
+            f"{kind_of(lengths)}; e.g. padding_mask([3, 1])"
         )
     try:
         lengths = torch.as_tensor(lengths)
@@ -142,68 +149,21 @@ def padding_mask(lengths, max_len=None):
         )
     longest = int(lengths.max())
     if max_len is None:
-        max_len = longest
-        if max_len == 0:
+        if longest == 0:
             raise ValueError(
                 f"every length is 0 (lengths={lengths.tolist()}), so the padded "
                 "length would be 0; pass max_len >= 1 to get a mask of padding only"
             )
-    _check_size("max_len", max_len)
+        max_len = longest
+    max_len = require_int(max_len, "max_len", hint=_SIZE_HINT)
     if longest > max_len:
         raise ValueError(
             f"a length is larger than max_len={max_len}: lengths={lengths.tolist()}; "
             f"use max_len >= {longest}, or truncate the sequences first"
         )
-    positions = torch.arange(max_len, device=lengths.device)  # (T,)
-    # (T,) against (B, 1) -> (B, T): position t is real if t < length.
+    positions = torch.arange(max_len, device=lengths.device)  # (max_len,)
+    # Position t is real if t < length: (max_len,) against (B, 1) -> (B, max_len).
     return positions < lengths[:, None]
-
-
-def key_padding_to_attn_mask(mask):
-    """Reshape a ``(B, T_k)`` padding mask so it broadcasts over attention scores.
-
-    Scores have shape ``(B, H, T_q, T_k)``; a ``(B, T_k)`` mask lines up with the
-    *last* two dimensions (``T_q, T_k``) instead, so it fails or, worse, silently
-    masks the wrong entries. Inserting two size-1 dimensions gives ``(B, 1, 1, T_k)``,
-    which applies each sequence's padding to every head and every query. The
-    convention is unchanged: ``True`` = *may attend* (as in PyTorch's
-    ``scaled_dot_product_attention``; ``nn.MultiheadAttention`` uses the opposite).
-
-    Parameters
-    ----------
-    mask : torch.Tensor
-        Bool padding mask, ``True`` for real tokens, e.g. from :func:`padding_mask`.
-
-    Returns
-    -------
-    torch.Tensor
-        The same mask as a view of shape ``(B, 1, 1, T_k)``.
-
-    Shapes
-    ------
-    - mask: ``(B, T_k)``
-    - output: ``(B, 1, 1, T_k)``, broadcasts against ``(B, H, T_q, T_k)``
-
-    Raises
-    ------
-    TypeError
-        If ``mask`` is not a bool tensor.
-    ValueError
-        If ``mask`` is not 2-D.
-
-    Examples
-    --------
-    >>> mask = padding_mask([3, 1])  # (B=2, T_k=3)
-    >>> key_padding_to_attn_mask(mask).shape
-    torch.Size([2, 1, 1, 3])
-    """
-    _check_bool_mask(mask)
-    if mask.dim() != 2:
-        raise ValueError(
-            f"mask must be a 2-D (B, T_k) padding mask, got shape {tuple(mask.shape)}; "
-            "build one with padding_mask(lengths)"
-        )
-    return mask[:, None, None, :]  # (B, T_k) -> (B, 1, 1, T_k)
 
 
 def to_additive_mask(mask, dtype=torch.float32):
@@ -213,6 +173,7 @@ def to_additive_mask(mask, dtype=torch.float32):
     ``scaled_dot_product_attention``; ``nn.MultiheadAttention`` uses the opposite)
     becomes ``0``, which leaves a score unchanged; ``False`` becomes ``-inf``, which
     gives the key a weight of 0 after the softmax. Both masks give the same attention.
+    Introduced in Chapter 3.
 
     Parameters
     ----------
@@ -229,8 +190,9 @@ def to_additive_mask(mask, dtype=torch.float32):
 
     Shapes
     ------
-    - mask: any shape ``(...)``
-    - output: the same shape ``(...)``
+    Letters: see attn_course.shapes.
+    mask : (...)
+    output : (...)
 
     Raises
     ------
@@ -244,38 +206,90 @@ def to_additive_mask(mask, dtype=torch.float32):
             [0., 0., -inf],
             [0., 0., 0.]])
     """
-    _check_bool_mask(mask)
+    require_bool_mask(
+        mask, "mask", fix="build it with padding_mask(lengths) or causal_mask(T)"
+    )
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise TypeError(
             f"dtype must be a floating-point torch.dtype, got {dtype!r}; "
             "use the dtype of your scores, e.g. torch.float32"
         )
-    additive = torch.zeros(mask.shape, dtype=dtype, device=mask.device)  # (...)
-    return additive.masked_fill(~mask, float("-inf"))  # (...)
+    additive = torch.zeros(mask.shape, dtype=dtype, device=mask.device)
+    return additive.masked_fill(~mask, float("-inf"))
 
 
-def _check_size(name, size):
-    """Raise a teaching error unless size is an int of at least 1."""
-    if not isinstance(size, int) or isinstance(size, bool):
-        raise TypeError(
-            f"{name} must be an int, got {type(size).__name__} {size!r}; e.g. {name}=4"
-        )
-    if size < 1:
-        raise ValueError(
-            f"{name} must be at least 1, got {name}={size}; it counts tokens, "
-            "e.g. the sequence length x.shape[-2]"
-        )
+def key_padding_to_attn_mask(mask):
+    """Reshape a ``(B, T_k)`` padding mask so it broadcasts over attention scores.
+
+    Scores have shape ``(B, H, T_q, T_k)``; a ``(B, T_k)`` mask lines up with the
+    *last* two dimensions (``T_q, T_k``) instead, so it fails or, worse, silently
+    masks the wrong entries. Inserting two size-1 dimensions gives ``(B, 1, 1, T_k)``,
+    which applies each sequence's padding to every head and every query. The
+    convention is unchanged: ``True`` = *may attend* (as in PyTorch's
+    ``scaled_dot_product_attention``; ``nn.MultiheadAttention`` uses the opposite).
+    Introduced in Chapter 5.
+
+    Parameters
+    ----------
+    mask : torch.Tensor
+        Bool padding mask, ``True`` for real tokens, e.g. from :func:`padding_mask`.
+
+    Returns
+    -------
+    torch.Tensor
+        The same mask as a view of shape ``(B, 1, 1, T_k)``, which broadcasts
+        against scores of shape ``(B, H, T_q, T_k)``.
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    mask : (B, T_k) -> (B, 1, 1, T_k)
+
+    Raises
+    ------
+    TypeError
+        If ``mask`` is not a bool tensor.
+    ValueError
+        If ``mask`` is not 2-D.
+
+    Examples
+    --------
+    >>> mask = padding_mask([3, 1])  # (B=2, T_k=3)
+    >>> key_padding_to_attn_mask(mask).shape
+    torch.Size([2, 1, 1, 3])
+    """
+    require_padding_mask(mask, "mask")
+    return mask[:, None, None, :]  # (B, T_k) -> (B, 1, 1, T_k)
 
 
-def _check_bool_mask(mask):
-    """Raise a teaching error unless mask is a bool tensor."""
-    if not isinstance(mask, torch.Tensor):
-        raise TypeError(
-            f"mask must be a torch.Tensor, got {type(mask).__name__}; "
-            "build it with padding_mask(lengths) or causal_mask(T)"
-        )
-    if mask.dtype != torch.bool:
-        raise TypeError(
-            f"mask must be bool (True = may attend), got dtype {mask.dtype}; "
-            "if 1 marks the positions that may be attended to, use mask.bool()"
-        )
+def require_padding_mask(mask, name, *, shape=None, letters="(B, T_k)"):
+    """Return ``mask`` if it is a bool, 2-D padding mask (of ``shape`` if given).
+
+    The one check of a padding mask, for :func:`key_padding_to_attn_mask` and for
+    the ``key_padding_mask`` argument of the modules, so that the same mistake reads
+    the same wherever it is made: ``TypeError`` for a mask that is not a bool
+    tensor, ``ValueError`` for a wrong shape. ``letters`` names the expected shape
+    in the message, e.g. ``"(B, T)"`` for self-attention.
+
+    >>> require_padding_mask(padding_mask([2]), "mask", shape=(1, 3))
+    Traceback (most recent call last):
+    ...
+    ValueError: mask must be a (B, T_k) padding mask of shape (1, 3), got shape \
+(1, 2); build it with attn_course.padding_mask(lengths, max_len=3)
+    """
+    require_bool_mask(
+        mask,
+        name,
+        meaning="True = real token",
+        fix="build it with attn_course.padding_mask(lengths)",
+    )
+    if mask.dim() == 2 and shape in (None, tuple(mask.shape)):
+        return mask
+    expected, build = "", "padding_mask(lengths)"
+    if shape is not None:
+        expected = f" of shape {tuple(shape)}"
+        build = f"padding_mask(lengths, max_len={shape[-1]})"
+    raise ValueError(
+        f"{name} must be a {letters} padding mask{expected}, got shape "
+        f"{tuple(mask.shape)}; build it with attn_course.{build}"
+    )

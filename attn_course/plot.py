@@ -8,26 +8,32 @@ notebook, end a cell with the returned figure to show it, exactly once::
     fig
 
 The helpers accept torch tensors (also ones that require grad, or live on a GPU) and
-NumPy arrays.
+NumPy arrays. A weight matrix has one row per query and one column per key; a grid
+draws ``N`` of them side by side, e.g. one per head.
 
 Shapes
 ------
-T_q : number of queries (rows of a weight matrix).
-T_k : number of keys (columns of a weight matrix).
-N : number of matrices drawn side by side, e.g. one per head.
+Letters: see attn_course.shapes.
+weights : (T_q, T_k)
+stack : (N, T_q, T_k)
+
+Introduced in Chapter 1.
 """
 
 from __future__ import annotations
 
 import io
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import matplotlib
 import numpy as np
 import torch
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
+
+from ._validate import kind_of, require_int, require_tokens
+from .walkthrough import query_attention
 
 __all__ = [
     "attention_heatmap",
@@ -64,6 +70,11 @@ def _new_figure(width, height):
     return _NotebookFigure(figsize=(width, height), layout="constrained")
 
 
+def _axes(ax, width, height):
+    """``ax`` itself, or the one axes of a new figure of the given size."""
+    return _new_figure(width, height).add_subplot() if ax is None else ax
+
+
 def _shape(array):
     """Format a shape like PyTorch and NumPy print tuples: (3,), (2, 3)."""
     return str(tuple(int(n) for n in array.shape))
@@ -79,35 +90,37 @@ def _as_array(values, name):
     if isinstance(values, (str, bytes)) or values is None:
         raise TypeError(
             f"{name} must be a torch.Tensor or a NumPy array of numbers, got "
-            f"{type(values).__name__}"
+            f"{kind_of(values)}"
         )
     try:
         array = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
         raise TypeError(
             f"{name} must be a torch.Tensor or a NumPy array of numbers, got "
-            f"{type(values).__name__} that does not convert to numbers; "
+            f"{kind_of(values)} that does not convert to numbers; "
             "build it with torch.tensor(...) first"
         ) from None
     return array
 
 
 def _labels(tokens, count, *, arg, axis, shape):
-    """Return ``count`` tick labels: the tokens, or 0, 1, ... when tokens is None."""
+    """Return ``count`` tick labels: the tokens, or 0, 1, ... when tokens is None.
+
+    The tokens are checked like everywhere in the package; a wrong count is told
+    with the shape of the weights, the axis and the argument (``arg``) it concerns.
+    """
     if tokens is None:
         return [str(i) for i in range(count)]
-    if isinstance(tokens, str):
-        raise TypeError(
-            f"{arg} must be a sequence of tokens such as ('Hello', 'shiny', 'sun!'), "
-            f"not one string {tokens!r}; split it first, e.g. {tokens!r}.split()"
-        )
-    labels = [str(token) for token in tokens]
-    if len(labels) != count:
+    if isinstance(tokens, Iterator):
+        tokens = tuple(tokens)  # read once, to check and to name in a message
+    try:
+        return list(require_tokens(tokens, count))
+    except ValueError:
+        labels = tuple(str(token) for token in tokens)
         raise ValueError(
-            f"{arg} has {len(labels)} tokens {tuple(labels)}, but the weights of "
-            f"shape {shape} have {count} {axis}; pass exactly one token per {axis[:-1]}"
-        )
-    return labels
+            f"{arg} has {len(labels)} tokens {labels}, but the weights of shape "
+            f"{shape} have {count} {axis}; pass exactly one token per {axis[:-1]}"
+        ) from None
 
 
 def _rotate(labels):
@@ -157,6 +170,11 @@ def _font_size(rows, cols):
 
 def _check_fmt(fmt):
     """Raise a teaching error unless ``fmt`` formats one number."""
+    if not isinstance(fmt, str):
+        raise TypeError(
+            f'fmt must be a str, a format string for one number such as "{{:.2f}}", '
+            f"got {kind_of(fmt)} {fmt!r}"
+        )
     try:
         fmt.format(0.5)
     except (AttributeError, IndexError, KeyError, ValueError):
@@ -201,6 +219,9 @@ def attention_heatmap(
 ):
     """Draw an attention matrix as a heatmap: one row per query, one column per key.
 
+    ``query_tokens`` label the rows, ``key_tokens`` the columns.
+    Introduced in Chapter 1.
+
     Parameters
     ----------
     weights : torch.Tensor or numpy.ndarray
@@ -230,14 +251,17 @@ def attention_heatmap(
 
     Shapes
     ------
-    weights : (T_q, T_k). ``query_tokens`` has T_q entries, ``key_tokens`` T_k.
+    Letters: see attn_course.shapes.
+    weights : (T_q, T_k)
+    query_tokens, key_tokens : (T_q,), (T_k,)
 
     Raises
     ------
+    TypeError
+        If ``weights`` is not numeric, ``fmt`` is not a str, or tokens are given as
+        one string.
     ValueError
         If ``weights`` is not 2-D or the token counts do not match its shape.
-    TypeError
-        If ``weights`` is not numeric, or tokens are given as one string.
 
     Examples
     --------
@@ -270,25 +294,15 @@ def attention_heatmap(
             f"{_shape(matrix)}; {fix}"
         )
     T_q, T_k = matrix.shape
-    if key_tokens is None and query_tokens is not None and T_q == T_k:
-        key_tokens = query_tokens  # self-attention: the same tokens on both axes
-    y_labels = _labels(
-        query_tokens, T_q, arg="query_tokens", axis="rows", shape=_shape(matrix)
-    )
-    x_labels = _labels(
-        key_tokens, T_k, arg="key_tokens", axis="columns", shape=_shape(matrix)
+    ((x_labels, y_labels),) = _shared_labels(
+        [matrix], query_tokens, key_tokens, numbered=False
     )
     _check_fmt(fmt)
     colour_map = matplotlib.colormaps.get_cmap(cmap)
     norm = Normalize(*_colour_range([matrix]))
 
-    if ax is None:
-        width = min(14.0, max(3.6, 1.8 + 0.75 * T_k))
-        height = min(12.0, max(2.8, 1.1 + 0.6 * T_q))
-        fig = _new_figure(width, height)
-        ax = fig.add_subplot()
-    else:
-        fig = ax.figure
+    width = min(14.0, max(3.6, 1.8 + 0.75 * T_k))
+    ax = _axes(ax, width, min(12.0, max(2.8, 1.1 + 0.6 * T_q)))
     image = _draw_matrix(
         ax, matrix, cmap=colour_map, norm=norm, annotate=annotate, fmt=fmt
     )
@@ -297,8 +311,8 @@ def attention_heatmap(
     ax.set_ylabel(ylabel)
     if title is not None:
         ax.set_title(title)
-    fig.colorbar(image, ax=ax, shrink=0.9)
-    return fig
+    ax.figure.colorbar(image, ax=ax, shrink=0.9)
+    return ax.figure
 
 
 def _grid_shape(count, ncols, *, default):
@@ -306,10 +320,70 @@ def _grid_shape(count, ncols, *, default):
     ``default`` columns."""
     if ncols is None:
         ncols = min(count, default)
-    if not isinstance(ncols, int) or isinstance(ncols, bool) or ncols < 1:
-        raise ValueError(f"ncols must be a positive int, got ncols={ncols!r}")
+    ncols = require_int(
+        ncols,
+        "ncols",
+        hint="ncols must be a positive int, the number of panels per row, or None "
+        f"for up to {default} per row",
+    )
     ncols = min(ncols, count)
     return ncols, math.ceil(count / ncols)
+
+
+def _panel_axes(fig, count, nrows, ncols, *, suptitle=None, **grid):
+    """The first ``count`` axes of an ``nrows`` x ``ncols`` grid, row by row.
+
+    The empty slots of the last row are removed; ``grid`` goes to
+    ``Figure.subplots`` (e.g. ``width_ratios``).
+    """
+    axes = fig.subplots(nrows, ncols, squeeze=False, **grid).ravel()
+    for ax in axes[count:]:
+        ax.remove()
+    if suptitle is not None:
+        fig.suptitle(suptitle)
+    return list(axes[:count])
+
+
+def _per_panel(
+    value, count, name, *, shared=(), label=None, panels="panels", example=""
+):
+    """One value per panel.
+
+    ``None`` or a value of a ``shared`` type serves every panel; otherwise ``value``
+    must be a sequence with exactly one entry per panel. ``label`` names the entries
+    in the message (default ``name``), ``panels`` what they are counted against, and
+    ``example`` ends it.
+    """
+    if value is None or isinstance(value, shared):
+        return [value] * count
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise TypeError(
+            f"{name} must be a sequence with one entry per panel, got "
+            f"{kind_of(value)} {value!r}"
+        )
+    if len(value) != count:
+        entries = "entry" if len(value) == 1 else "entries"
+        also = f", or a single {shared[0].__name__} for all" if shared else ""
+        raise ValueError(
+            f"got {len(value)} {label or name} for {count} {panels} ({name} has "
+            f"{len(value)} {entries}); pass one per panel{also}{example}"
+        )
+    return list(value)
+
+
+def _check_matrices(matrices, caller):
+    """Raise a teaching error unless ``matrices`` is a non-empty list of 2-D arrays."""
+    if not matrices:
+        raise ValueError(f"{caller} needs at least one matrix, got none")
+    for i, matrix in enumerate(matrices):
+        if matrix.ndim != 2:
+            raise ValueError(
+                f"weights[{i}] has shape {_shape(matrix)}, but each panel needs a 2-D "
+                "(T_q, T_k) matrix; from (B, H, T_q, T_k) weights pick one sentence "
+                "and one head, weights[0, h], or average the heads: "
+                "weights[0].mean(dim=0)"
+            )
+    return matrices
 
 
 def _as_matrices(weights):
@@ -335,15 +409,76 @@ def _as_matrices(weights):
                 f"heatmap_grid expects (N, T_q, T_k) or a list of 2-D matrices, got "
                 f"shape {_shape(stack)}; for one query's weights use weight_bars"
             )
-    if not matrices:
-        raise ValueError("heatmap_grid needs at least one matrix, got none")
-    for i, matrix in enumerate(matrices):
-        if matrix.ndim != 2:
-            raise ValueError(
-                f"weights[{i}] has shape {_shape(matrix)}, but each panel needs a 2-D "
-                "(T_q, T_k) matrix"
-            )
-    return matrices
+    return _check_matrices(matrices, "heatmap_grid")
+
+
+def _panel_labels(matrices, query_tokens, key_tokens, *, numbered=True):
+    """Tick labels ``(x, y)`` of every panel, from one token sequence per panel.
+
+    ``numbered`` names the panel, ``weights[i]``, in a message about a wrong count.
+    """
+    labels = []
+    for i, (matrix, rows, cols) in enumerate(
+        zip(matrices, query_tokens, key_tokens, strict=True)
+    ):
+        shape = _shape(matrix) + f" (weights[{i}])" * numbered
+        y = _labels(rows, matrix.shape[0], arg="query_tokens", axis="rows", shape=shape)
+        x = _labels(
+            cols, matrix.shape[1], arg="key_tokens", axis="columns", shape=shape
+        )
+        labels.append((x, y))
+    return labels
+
+
+def _shared_labels(matrices, query_tokens, key_tokens, *, numbered=True):
+    """Tick labels of panels that share one set of tokens.
+
+    Without key tokens, square matrices (self-attention) reuse the query tokens on
+    both axes.
+    """
+    if key_tokens is None and all(m.shape[0] == m.shape[1] for m in matrices):
+        key_tokens = query_tokens  # self-attention: the same tokens on both axes
+    count = len(matrices)
+    return _panel_labels(
+        matrices, [query_tokens] * count, [key_tokens] * count, numbered=numbered
+    )
+
+
+def _draw_panels(
+    axes, matrices, labels, names, cmap, *, annotate, fmt, outer_ticks=0, shrink_font=0
+):
+    """Draw one heatmap per matrix on one shared colour scale, with one colorbar.
+
+    ``names`` holds the titles, x-axis labels and y-axis labels, one each per panel
+    (``None``: no axis label; a title of ``None`` becomes ``weights[i]``). With
+    ``outer_ticks``, the number of columns of a grid of matrices of equal shapes,
+    only the bottom panel of each column and the panels of the first column get
+    tick labels; otherwise every panel gets its own.
+    """
+    titles, xlabels, ylabels = names
+    style = {
+        "cmap": matplotlib.colormaps.get_cmap(cmap),
+        "norm": Normalize(*_colour_range(matrices)),
+        "annotate": annotate,
+        "fmt": fmt,
+        "shrink_font": shrink_font,
+    }
+    if not all(m.shape == matrices[0].shape for m in matrices):
+        outer_ticks = 0
+    for i, (ax, matrix) in enumerate(zip(axes, matrices, strict=True)):
+        image = _draw_matrix(ax, matrix, **style)
+        x_labels, y_labels = labels[i]
+        inner_row = outer_ticks and i + outer_ticks < len(matrices)  # not the bottom
+        inner_column = outer_ticks and i % outer_ticks != 0  # not the first column
+        _set_ticks(
+            ax, x_labels, y_labels, show_x=not inner_row, show_y=not inner_column
+        )
+        if xlabels[i] is not None:
+            ax.set_xlabel(xlabels[i])
+        if ylabels[i] is not None:
+            ax.set_ylabel(ylabels[i])
+        ax.set_title(f"weights[{i}]" if titles[i] is None else str(titles[i]))
+    axes[0].figure.colorbar(image, ax=axes, shrink=0.85)
 
 
 def heatmap_grid(
@@ -360,12 +495,12 @@ def heatmap_grid(
     """Draw several attention matrices side by side on one shared colour scale.
 
     Useful to compare heads, layers or masks: the same colour means the same weight
-    in every panel, and one colorbar serves them all.
+    in every panel, and one colorbar serves them all. Introduced in Chapter 1.
 
     Parameters
     ----------
     weights : torch.Tensor, numpy.ndarray or sequence of them
-        A stack of matrices ``(N, T_q, T_k)``, or a list of 2-D matrices.
+        A stack of ``N`` matrices, or a list of 2-D matrices.
     titles : sequence of str, optional
         One title per panel; ``None`` titles them ``weights[0]``, ``weights[1]``, ...
     query_tokens, key_tokens : sequence of str, optional
@@ -386,12 +521,17 @@ def heatmap_grid(
 
     Shapes
     ------
-    weights : (N, T_q, T_k), or N matrices of shape (T_q, T_k).
+    Letters: see attn_course.shapes.
+    weights : (N, T_q, T_k)
+    weights[i] : (T_q, T_k)
 
     Raises
     ------
+    TypeError
+        If ``titles`` is not a sequence or ``ncols`` not an int.
     ValueError
-        If a matrix is not 2-D, or the number of titles or tokens does not match.
+        If a matrix is not 2-D, ``ncols`` is below 1, or the number of titles or
+        tokens does not match.
 
     Examples
     --------
@@ -405,31 +545,10 @@ def heatmap_grid(
     """
     matrices = _as_matrices(weights)
     count = len(matrices)
-    if titles is None:
-        titles = [f"weights[{i}]" for i in range(count)]
-    elif isinstance(titles, str) or len(titles) != count:
-        received = 1 if isinstance(titles, str) else len(titles)
-        raise ValueError(
-            f"got {received} titles for {count} matrices; pass one title per matrix, "
-            f"e.g. titles=[f'head {{h}}' for h in range({count})]"
-        )
+    example = f", e.g. titles=[f'head {{h}}' for h in range({count})]"
+    titles = _per_panel(titles, count, "titles", panels="matrices", example=example)
     ncols, nrows = _grid_shape(count, ncols, default=4)
-    if key_tokens is None and query_tokens is not None:
-        if all(m.shape[0] == m.shape[1] for m in matrices):
-            key_tokens = query_tokens  # self-attention: the same tokens on both axes
-    labels = []
-    for i, matrix in enumerate(matrices):
-        shape = f"{_shape(matrix)} (weights[{i}])"
-        y_labels = _labels(
-            query_tokens, matrix.shape[0], arg="query_tokens", axis="rows", shape=shape
-        )
-        x_labels = _labels(
-            key_tokens, matrix.shape[1], arg="key_tokens", axis="columns", shape=shape
-        )
-        labels.append((x_labels, y_labels))
-    same_shape = all(m.shape == matrices[0].shape for m in matrices)
-    colour_map = matplotlib.colormaps.get_cmap(cmap)
-    norm = Normalize(*_colour_range(matrices))
+    labels = _shared_labels(matrices, query_tokens, key_tokens)
 
     T_q = max(m.shape[0] for m in matrices)
     T_k = max(m.shape[1] for m in matrices)
@@ -439,52 +558,34 @@ def heatmap_grid(
         min(18.0, ncols * panel_width + 1.0),
         min(16.0, nrows * panel_height + (0.4 if suptitle else 0.0)),
     )
-    grid = fig.subplots(nrows, ncols, squeeze=False)
-    panels = []
-    for i, matrix in enumerate(matrices):
-        ax = grid[i // ncols][i % ncols]
-        image = _draw_matrix(
-            ax,
-            matrix,
-            cmap=colour_map,
-            norm=norm,
-            annotate=annotate,
-            fmt="{:.2f}",
-            shrink_font=2,  # grid panels are smaller than a single heatmap
-        )
-        # With equal shapes, label only the outer panels: bottom of each column and
-        # the first column; with mixed shapes every panel needs its own labels.
-        bottom = i + ncols >= count
-        left = i % ncols == 0
-        x_labels, y_labels = labels[i]
-        _set_ticks(
-            ax,
-            x_labels,
-            y_labels,
-            show_x=bottom or not same_shape,
-            show_y=left or not same_shape,
-        )
-        if bottom:
-            ax.set_xlabel("key")
-        if left:
-            ax.set_ylabel("query")
-        ax.set_title(titles[i])
-        panels.append(ax)
-    for ax in grid.ravel()[count:]:
-        ax.remove()  # empty slots of the last row
-    fig.colorbar(image, ax=panels, shrink=0.85)
-    if suptitle is not None:
-        fig.suptitle(suptitle)
+    names = (
+        titles,
+        ["key" if i + ncols >= count else None for i in range(count)],
+        ["query" if i % ncols == 0 else None for i in range(count)],
+    )
+    _draw_panels(
+        _panel_axes(fig, count, nrows, ncols, suptitle=suptitle),
+        matrices,
+        labels,
+        names,
+        cmap,
+        annotate=annotate,
+        fmt="{:.2f}",
+        outer_ticks=ncols,
+        shrink_font=2,  # grid panels are smaller than a single heatmap
+    )
     return fig
 
 
 def weight_bars(weights, tokens, *, ax=None, title=None):
     """Draw one query's attention weights as bars, one bar per key token.
 
+    Introduced in Chapter 1.
+
     Parameters
     ----------
     weights : torch.Tensor or numpy.ndarray
-        The weights of one query over the keys (a ``(1, T_k)`` row works too).
+        The weights of one query over the keys; a matrix of one row works too.
     tokens : sequence of str
         The key tokens, one per weight.
     ax : matplotlib.axes.Axes, optional
@@ -495,14 +596,18 @@ def weight_bars(weights, tokens, *, ax=None, title=None):
     Returns
     -------
     matplotlib.figure.Figure
-        A new figure, or ``ax.figure`` when ``ax`` is given.
+        A new figure with the bars, or ``ax.figure`` when drawn into ``ax``.
 
     Shapes
     ------
-    weights : (T_k,) or (1, T_k); ``tokens`` has T_k entries.
+    Letters: see attn_course.shapes.
+    weights : (T_k,)
+    tokens : (T_k,)
 
     Raises
     ------
+    TypeError
+        If ``weights`` is not numeric, or the tokens are one string.
     ValueError
         If ``weights`` holds more than one query, or its length differs from the
         number of tokens.
@@ -530,15 +635,11 @@ def weight_bars(weights, tokens, *, ax=None, title=None):
     labels = _labels(
         tokens, values.shape[0], arg="tokens", axis="weights", shape=_shape(values)
     )
-    if ax is None:
-        fig = _new_figure(min(12.0, max(3.6, 1.2 + 0.75 * len(labels))), 3.0)
-        ax = fig.add_subplot()
-    else:
-        fig = ax.figure
+    ax = _axes(ax, min(12.0, max(3.6, 1.2 + 0.75 * len(labels))), 3.0)
     _draw_bars(ax, values, labels)
     if title is not None:
         ax.set_title(title)
-    return fig
+    return ax.figure
 
 
 def _draw_bars(ax, values, labels):
@@ -566,10 +667,11 @@ def temperature_panel(tokens, embeddings, query_index, temperatures=(0.25, 1.0, 
     """Show how temperature reshapes one query's weights, one panel per temperature.
 
     The weights are ``softmax(scores / temperature)`` with plain dot-product scores,
-    as computed by :func:`attn_course.explorer.explore`. A low temperature makes them
-    nearly one-hot (the best-matching key takes all); a high temperature makes them
-    nearly uniform. This is the static version of
+    as computed by :func:`attn_course.walkthrough.query_attention`. A low
+    temperature makes them nearly one-hot (the best-matching key takes all); a
+    high temperature makes them nearly uniform. This is the static version of
     :func:`attn_course.explorer.attention_explorer` for the website.
+    Introduced in Chapter 1.
 
     Parameters
     ----------
@@ -589,13 +691,19 @@ def temperature_panel(tokens, embeddings, query_index, temperatures=(0.25, 1.0, 
 
     Shapes
     ------
-    embeddings : (T, D), with T equal to the number of tokens.
+    Letters: see attn_course.shapes.
+    tokens : (T,)
+    embeddings : (T, D)
 
     Raises
     ------
+    TypeError
+        If ``temperatures`` is not a sequence, or an argument is of the wrong kind
+        (see :func:`attn_course.walkthrough.query_attention`).
     ValueError
-        If ``query_index`` is out of range, a temperature is not positive, or the
-        number of tokens differs from the number of embedding rows.
+        If there are no temperatures, ``query_index`` is out of range, a
+        temperature is not positive, or the number of tokens differs from the
+        number of embedding rows.
 
     Examples
     --------
@@ -605,17 +713,20 @@ def temperature_panel(tokens, embeddings, query_index, temperatures=(0.25, 1.0, 
     >>> [ax.get_title() for ax in fig.axes]
     ['temperature 0.25', 'temperature 1', 'temperature 4']
     """
-    # Imported here because explorer imports this module for weight_bars.
-    from .explorer import explore
-
     if isinstance(temperatures, (int, float)):
         temperatures = (temperatures,)
-    if not isinstance(temperatures, Sequence) or len(temperatures) == 0:
+    example = "e.g. temperatures=(0.25, 1.0, 4.0)"
+    if isinstance(temperatures, str) or not isinstance(temperatures, Sequence):
+        raise TypeError(
+            f"temperatures must be a sequence of positive numbers, got "
+            f"{kind_of(temperatures)} {temperatures!r}; {example}"
+        )
+    if len(temperatures) == 0:
         raise ValueError(
             f"temperatures must be a non-empty sequence of positive numbers, got "
-            f"{temperatures!r}; e.g. temperatures=(0.25, 1.0, 4.0)"
+            f"{temperatures!r}; {example}"
         )
-    states = [explore(tokens, embeddings, query_index, t) for t in temperatures]
+    states = [query_attention(tokens, embeddings, query_index, t) for t in temperatures]
     T = states[0].weights.shape[0]
     labels = _labels(tokens, T, arg="tokens", axis="embedding rows", shape=f"({T},)")
     fig = _new_figure(min(18.0, len(states) * max(3.2, 0.7 * len(labels) + 1.0)), 3.2)
@@ -663,17 +774,19 @@ def line_panels(
     value. A curve given as a single number is drawn as a grey horizontal line, for
     a reference level such as a theoretical value; the reference lines of a panel
     are dashed, dotted and dash-dotted in turn. Every panel gets a legend.
+    Introduced in Chapter 2.
 
     Parameters
     ----------
     x : sequence of numbers, torch.Tensor or numpy.ndarray
         The shared x values, shape ``(N,)``.
     panels : mapping of str to mapping of str to values
-        ``{panel title: {curve label: y values}}``; each y is ``(N,)`` or a number.
+        ``{panel title: {curve label: y values}}``; each y holds one value per x
+        value, or is a single number.
     xlabel : str, default "x"
         Label of every x axis.
-    ylabels : sequence of str, optional
-        One y-axis label per panel.
+    ylabels : str or sequence of str, optional
+        One y-axis label per panel, or one for all.
     log_x : bool or int, default False
         Logarithmic x axis: ``True`` for base 10, or the base, e.g. ``2`` for
         x values 2, 4, 8, ...
@@ -691,12 +804,15 @@ def line_panels(
 
     Shapes
     ------
-    x : (N,); each curve : (N,) or a single number.
+    Letters: see attn_course.shapes.
+    x : (N,)
+    y : (N,)
 
     Raises
     ------
     TypeError
-        If ``panels`` or one of its values is not a mapping.
+        If ``panels`` or one of its values is not a mapping, ``ylabels`` or
+        ``log_y`` is neither one value nor a sequence, or ``ncols`` is not an int.
     ValueError
         If there are no panels, a panel has no curves, a curve's length differs
         from ``x``, or the number of ``ylabels`` or ``log_y`` flags is wrong.
@@ -719,7 +835,7 @@ def line_panels(
     if not hasattr(panels, "items"):
         raise TypeError(
             f"panels must be a dict {{title: {{label: y values}}}}, got "
-            f"{type(panels).__name__}; e.g. {{'loss': {{'train': losses}}}}"
+            f"{kind_of(panels)}; e.g. {{'loss': {{'train': losses}}}}"
         )
     if len(panels) == 0:
         raise ValueError("line_panels needs at least one panel, got none")
@@ -727,31 +843,21 @@ def line_panels(
     if xs.ndim != 1 or xs.shape[0] == 0:
         raise ValueError(f"x must be a non-empty 1-D sequence, got shape {_shape(xs)}")
     count = len(panels)
-    if ylabels is not None and (isinstance(ylabels, str) or len(ylabels) != count):
-        received = 1 if isinstance(ylabels, str) else len(ylabels)
-        raise ValueError(
-            f"got {received} ylabels for {count} panels; pass one label per panel"
-        )
-    flags = [log_y] * count if isinstance(log_y, bool) else list(log_y)
-    if len(flags) != count:
-        raise ValueError(
-            f"got {len(flags)} log_y flags for {count} panels; pass one bool per "
-            "panel, or a single bool for all"
-        )
+    ylabels = _per_panel(ylabels, count, "ylabels", shared=(str,))
+    flags = _per_panel(log_y, count, "log_y", shared=(bool,), label="log_y flags")
     ncols, nrows = _grid_shape(count, ncols, default=3)
     fig = _new_figure(min(18.0, 4.4 * ncols), 3.3 * nrows + (0.4 if suptitle else 0))
-    grid = fig.subplots(nrows, ncols, squeeze=False)
+    axes = _panel_axes(fig, count, nrows, ncols, suptitle=suptitle)
     markers = "os^Dv<>"
     dashes = ("--", ":", "-.")  # reference lines, told apart by their dashes
-    for i, (title, curves) in enumerate(panels.items()):
+    for i, (ax, (title, curves)) in enumerate(zip(axes, panels.items(), strict=True)):
         if not hasattr(curves, "items"):
             raise TypeError(
                 f"panel {title!r} must be a dict {{label: y values}}, got "
-                f"{type(curves).__name__}; e.g. {{'measured': values}}"
+                f"{kind_of(curves)}; e.g. {{'measured': values}}"
             )
         if len(curves) == 0:
             raise ValueError(f"panel {title!r} has no curves; give it at least one")
-        ax = grid[i // ncols][i % ncols]
         references = 0
         for j, (label, values) in enumerate(curves.items()):
             where = f"curve {label!r} of panel {title!r}"
@@ -769,35 +875,15 @@ def line_panels(
             ax.set_yscale("log")
         ax.set_title(str(title))
         ax.set_xlabel(xlabel)
-        if ylabels is not None:
+        if ylabels[i] is not None:
             ax.set_ylabel(ylabels[i])
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
         ax.spines[["top", "right"]].set_visible(False)
-    for ax in grid.ravel()[count:]:
-        ax.remove()  # empty slots of the last row
-    if suptitle is not None:
-        fig.suptitle(suptitle)
     return fig
 
 
-# --- Chapter 6: encoder, decoder and cross-attention side by side ---
-
-
-def _per_panel(value, count, name, *, allow_str):
-    """One value per panel: a str (or None) is shared, a sequence is checked."""
-    if value is None or (allow_str and isinstance(value, str)):
-        return [value] * count
-    if isinstance(value, str) or not isinstance(value, Sequence):
-        raise TypeError(
-            f"{name} must be a sequence with one entry per panel, got "
-            f"{type(value).__name__} {value!r}"
-        )
-    if len(value) != count:
-        raise ValueError(
-            f"{name} has {len(value)} entries for {count} panels; give one per panel"
-        )
-    return list(value)
+# --- Chapters 5 and 6: matrices of different shapes side by side ---
 
 
 def heatmap_panels(
@@ -819,12 +905,12 @@ def heatmap_panels(
     gives each panel its own, so that encoder self-attention (source x source),
     decoder self-attention (target x target) and cross-attention (target x source)
     can stand side by side. All panels share one colour scale and one colorbar, and
-    each panel is as wide as its number of keys.
+    each panel is as wide as its number of keys. Introduced in Chapter 5.
 
     Parameters
     ----------
     weights : sequence of torch.Tensor or numpy.ndarray
-        One 2-D matrix ``(T_q, T_k)`` per panel; shapes may differ.
+        One 2-D matrix per panel; shapes may differ from panel to panel.
     query_tokens, key_tokens : sequence of (sequence of str or None), optional
         Row and column labels, one sequence of tokens per panel (``None`` numbers
         them).
@@ -848,16 +934,16 @@ def heatmap_panels(
 
     Shapes
     ------
-    weights[i] : (T_q_i, T_k_i); query_tokens[i] has T_q_i entries, key_tokens[i]
-    T_k_i.
+    Letters: see attn_course.shapes.
+    weights[i] : (T_q, T_k)
 
     Raises
     ------
+    TypeError
+        If ``weights`` or another per-panel argument is not a sequence.
     ValueError
         If there are no matrices, a matrix is not 2-D, or the number of titles,
         labels or tokens does not match.
-    TypeError
-        If the per-panel arguments are not sequences.
 
     Examples
     --------
@@ -879,41 +965,18 @@ def heatmap_panels(
     ):
         raise TypeError(
             "weights must be a list of 2-D matrices, one per panel, got "
-            f"{type(weights).__name__}; e.g. [encoder_weights, cross_weights] (for "
+            f"{kind_of(weights)}; e.g. [encoder_weights, cross_weights] (for "
             "a stack of equal shapes, heatmap_grid also works)"
         )
     matrices = [_as_array(m, f"weights[{i}]") for i, m in enumerate(weights)]
-    count = len(matrices)
-    if count == 0:
-        raise ValueError("heatmap_panels needs at least one matrix, got none")
-    for i, matrix in enumerate(matrices):
-        if matrix.ndim != 2:
-            raise ValueError(
-                f"weights[{i}] has shape {_shape(matrix)}, but each panel needs a 2-D "
-                "(T_q, T_k) matrix; from (B, H, T_q, T_k) weights pick one sentence "
-                "and one head, weights[0, h], or average the heads: "
-                "weights[0].mean(dim=0)"
-            )
-    if titles is None:
-        titles = [f"weights[{i}]" for i in range(count)]
-    titles = _per_panel(titles, count, "titles", allow_str=False)
-    rows = _per_panel(query_tokens, count, "query_tokens", allow_str=False)
-    cols = _per_panel(key_tokens, count, "key_tokens", allow_str=False)
-    xlabels = _per_panel(xlabels, count, "xlabels", allow_str=True)
-    ylabels = _per_panel(ylabels, count, "ylabels", allow_str=True)
+    count = len(_check_matrices(matrices, "heatmap_panels"))
+    titles = _per_panel(titles, count, "titles")
+    rows = _per_panel(query_tokens, count, "query_tokens")
+    cols = _per_panel(key_tokens, count, "key_tokens")
+    xlabels = _per_panel(xlabels, count, "xlabels", shared=(str,))
+    ylabels = _per_panel(ylabels, count, "ylabels", shared=(str,))
     _check_fmt(fmt)
-    labels = []
-    for i, matrix in enumerate(matrices):
-        shape = f"{_shape(matrix)} (weights[{i}])"
-        y = _labels(
-            rows[i], matrix.shape[0], arg="query_tokens", axis="rows", shape=shape
-        )
-        x = _labels(
-            cols[i], matrix.shape[1], arg="key_tokens", axis="columns", shape=shape
-        )
-        labels.append((x, y))
-    colour_map = matplotlib.colormaps.get_cmap(cmap)
-    norm = Normalize(*_colour_range(matrices))
+    labels = _panel_labels(matrices, rows, cols)
 
     widths = [m.shape[1] for m in matrices]
     T_q = max(m.shape[0] for m in matrices)
@@ -921,19 +984,7 @@ def heatmap_panels(
         min(18.0, 0.45 * sum(widths) + 1.3 * count + 1.0),
         min(12.0, 0.45 * T_q + 1.8 + (0.4 if suptitle else 0.0)),
     )
-    grid = fig.subplots(1, count, squeeze=False, width_ratios=widths)[0]
-    for i, (ax, matrix) in enumerate(zip(grid, matrices, strict=True)):
-        image = _draw_matrix(
-            ax, matrix, cmap=colour_map, norm=norm, annotate=annotate, fmt=fmt
-        )
-        x_labels, y_labels = labels[i]
-        _set_ticks(ax, x_labels, y_labels)
-        if xlabels[i] is not None:
-            ax.set_xlabel(xlabels[i])
-        if ylabels[i] is not None:
-            ax.set_ylabel(ylabels[i])
-        ax.set_title(str(titles[i]))
-    fig.colorbar(image, ax=list(grid), shrink=0.85)
-    if suptitle is not None:
-        fig.suptitle(suptitle)
+    axes = _panel_axes(fig, count, 1, count, suptitle=suptitle, width_ratios=widths)
+    names = (titles, xlabels, ylabels)
+    _draw_panels(axes, matrices, labels, names, cmap, annotate=annotate, fmt=fmt)
     return fig

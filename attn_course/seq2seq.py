@@ -16,17 +16,26 @@ The model has the shape of the 2017 transformer, scaled down:
 Padding is masked on both sides: no query attends to a ``<pad>`` key. The module
 returns attention weights when asked (``return_weights=True``) instead of storing
 them. :func:`greedy_decode` translates, :func:`train` fits the model and
-:func:`exact_match` measures it.
+:func:`exact_match` measures it; :func:`evaluating` switches a model to eval mode
+for a ``with`` block. ``memory`` is the encoder's output, which cross-attention
+reads.
 
-Shapes use these letters: ``B`` batch, ``T_s`` source length, ``T_t`` target length,
-``D`` = ``d_model``, ``H`` = ``num_heads``, ``V`` target vocabulary size, ``L``
-number of layers.
+Shapes
+------
+Letters: see attn_course.shapes.
+src : (B, T_s)
+tgt_in : (B, T_t)
+memory : (B, T_s, D)
+logits : (B, T_t, V)
+
+Introduced in Chapter 6.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -34,6 +43,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ._validate import (
+    kind_of,
+    require_int,
+    require_positive,
+    require_probability,
+    require_tensor,
+)
 from .modules import CrossAttention, MultiHeadAttention
 from .translation import iterate_batches
 
@@ -46,6 +62,7 @@ __all__ = [
     "Seq2SeqConfig",
     "Seq2SeqTransformer",
     "count_parameters",
+    "evaluating",
     "exact_match",
     "greedy_decode",
     "sequence_loss",
@@ -58,6 +75,8 @@ __all__ = [
 @dataclass(frozen=True)
 class Seq2SeqConfig:
     """Sizes and settings of a :class:`Seq2SeqTransformer`.
+
+    Introduced in Chapter 6.
 
     Parameters
     ----------
@@ -80,6 +99,15 @@ class Seq2SeqConfig:
     causal_decoder : bool, default True
         ``False`` lets the decoder's self-attention see future target tokens; that
         is a bug, kept as an option only for the chapter's exercise.
+
+    Raises
+    ------
+    TypeError
+        If a size or ``pad_id`` is not an int, or ``dropout`` not a number.
+    ValueError
+        If a size is below 1, ``pad_id`` is not an id of both vocabularies,
+        ``dropout`` is not in [0, 1), or ``d_model`` is odd or not divisible by
+        ``num_heads``.
     """
 
     src_vocab_size: int
@@ -93,6 +121,42 @@ class Seq2SeqConfig:
     pad_id: int = 0
     causal_decoder: bool = True
 
+    def __post_init__(self):
+        for name in (
+            "src_vocab_size",
+            "tgt_vocab_size",
+            "d_model",
+            "num_heads",
+            "num_layers",
+            "d_ff",
+            "context_length",
+        ):
+            require_int(getattr(self, name), name)
+        smallest = min(self.src_vocab_size, self.tgt_vocab_size)
+        require_int(
+            self.pad_id,
+            "pad_id",
+            minimum=0,
+            hint="use the id of <pad>, e.g. pad_id=0",
+        )
+        if self.pad_id >= smallest:
+            raise ValueError(
+                f"pad_id={self.pad_id} is not an id of a vocabulary of {smallest} "
+                "tokens; use the id of <pad>, e.g. pad_id=0"
+            )
+        require_probability(self.dropout, "dropout", hint="use e.g. dropout=0.1")
+        if self.d_model % 2:
+            raise ValueError(
+                f"d_model={self.d_model} must be even: the sinusoidal positions come "
+                "in (sin, cos) pairs"
+            )
+        if self.d_model % self.num_heads:
+            raise ValueError(
+                f"d_model={self.d_model} is not divisible by num_heads="
+                f"{self.num_heads}: every head gets d_model // num_heads features; "
+                f"e.g. num_heads={math.gcd(self.d_model, self.num_heads)}"
+            )
+
 
 def sinusoidal_positions(context_length, d_model):
     """The fixed sine and cosine position vectors of the 2017 transformer.
@@ -100,6 +164,7 @@ def sinusoidal_positions(context_length, d_model):
     Position ``t`` gets ``sin(t / 10000^(2i/D))`` in feature ``2i`` and
     ``cos(t / 10000^(2i/D))`` in feature ``2i + 1``: fast waves in the first
     features, slow ones in the last, so every position gets a different vector.
+    Introduced in Chapter 6.
 
     Parameters
     ----------
@@ -111,7 +176,19 @@ def sinusoidal_positions(context_length, d_model):
     Returns
     -------
     torch.Tensor
-        ``(T, D)``, float32, every entry in ``[-1, 1]``.
+        Float32, every entry in ``[-1, 1]``.
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    output : (context_length, d_model)
+
+    Raises
+    ------
+    TypeError
+        If a size is not an int.
+    ValueError
+        If a size is below 1, or ``d_model`` is odd.
 
     Examples
     --------
@@ -121,6 +198,8 @@ def sinusoidal_positions(context_length, d_model):
     >>> pe[0]  # position 0: sin(0) = 0 and cos(0) = 1
     tensor([0., 1., 0., 1., 0., 1.])
     """
+    context_length = require_int(context_length, "context_length")
+    d_model = require_int(d_model, "d_model")
     if d_model % 2:
         raise ValueError(
             f"d_model={d_model} must be even: features come in (sin, cos) pairs"
@@ -137,10 +216,12 @@ def sinusoidal_positions(context_length, d_model):
 class FeedForward(nn.Module):
     """Two linear layers with a ReLU between them, applied to each token on its own.
 
+    Introduced in Chapter 6.
+
     Shapes
     ------
-    - x: ``(B, T, D)``
-    - output: ``(B, T, D)``
+    Letters: see attn_course.shapes.
+    x : (B, T, D) -> (B, T, D)
 
     Examples
     --------
@@ -168,6 +249,9 @@ class EncoderLayer(nn.Module):
 
     ``x = x + attention(norm(x))`` then ``x = x + feed_forward(norm(x))``: every
     source token may attend to every real source token, before and after it.
+    ``forward(x, src_mask, return_weights=False)`` takes a bool ``src_mask``,
+    ``True`` = real token, and also returns the weights when asked.
+    Introduced in Chapter 6.
 
     Parameters
     ----------
@@ -176,9 +260,10 @@ class EncoderLayer(nn.Module):
 
     Shapes
     ------
-    - x: ``(B, T_s, D)``
-    - src_mask: ``(B, T_s)`` bool, ``True`` = real token
-    - output: ``(B, T_s, D)``; weights ``(B, H, T_s, T_s)`` when asked
+    Letters: see attn_course.shapes.
+    x : (B, T_s, D) -> (B, T_s, D)
+    src_mask : (B, T_s)
+    weights : (B, H, T_s, T_s)
 
     Examples
     --------
@@ -206,7 +291,7 @@ class EncoderLayer(nn.Module):
             self.norm1(x), key_padding_mask=src_mask, return_weights=True
         )  # (B, T_s, D), (B, H, T_s, T_s)
         x = x + self.dropout(attended)
-        x = x + self.feed_forward(self.norm2(x))  # (B, T_s, D)
+        x = x + self.feed_forward(self.norm2(x))
         return (x, weights) if return_weights else x
 
 
@@ -216,7 +301,9 @@ class DecoderLayer(nn.Module):
     ``y = y + self_attention(norm(y))``: each target token looks at itself and the
     target tokens before it. ``y = y + cross_attention(norm(y), memory)``: each
     target token looks at every real source token (the encoder's output,
-    ``memory``). ``y = y + feed_forward(norm(y))``.
+    ``memory``). ``y = y + feed_forward(norm(y))``. The masks are bool, ``True`` =
+    real token; when asked, ``forward`` also returns the self-attention and the
+    cross-attention weights. Introduced in Chapter 6.
 
     Parameters
     ----------
@@ -228,10 +315,11 @@ class DecoderLayer(nn.Module):
 
     Shapes
     ------
-    - y: ``(B, T_t, D)``; memory: ``(B, T_s, D)``
-    - tgt_mask: ``(B, T_t)``; src_mask: ``(B, T_s)``; bool, ``True`` = real token
-    - output: ``(B, T_t, D)``; when asked, self-attention weights
-      ``(B, H, T_t, T_t)`` and cross-attention weights ``(B, H, T_t, T_s)``
+    Letters: see attn_course.shapes.
+    y : (B, T_t, D) -> (B, T_t, D)
+    memory : (B, T_s, D)
+    tgt_mask, src_mask : (B, T_t), (B, T_s)
+    self_weights, cross_weights : (B, H, T_t, T_t), (B, H, T_t, T_s)
 
     Examples
     --------
@@ -270,7 +358,7 @@ class DecoderLayer(nn.Module):
             self.norm2(y), memory, key_padding_mask=src_mask, return_weights=True
         )  # (B, T_t, D), (B, H, T_t, T_s)
         y = y + self.dropout(attended)
-        y = y + self.feed_forward(self.norm3(y))  # (B, T_t, D)
+        y = y + self.feed_forward(self.norm3(y))
         if return_weights:
             return y, (self_weights, cross_weights)
         return y
@@ -279,15 +367,24 @@ class DecoderLayer(nn.Module):
 class AttentionMaps(NamedTuple):
     """Attention weights of every layer of a :class:`Seq2SeqTransformer`.
 
+    Introduced in Chapter 6.
+
     Attributes
     ----------
     encoder : tuple of torch.Tensor
-        Encoder self-attention, one ``(B, H, T_s, T_s)`` tensor per layer.
+        Encoder self-attention, one tensor per layer.
     decoder : tuple of torch.Tensor
-        Decoder (causal) self-attention, one ``(B, H, T_t, T_t)`` per layer.
+        Decoder (causal) self-attention, one tensor per layer.
     cross : tuple of torch.Tensor
-        Decoder cross-attention, one ``(B, H, T_t, T_s)`` per layer: row ``i`` says
-        which source tokens target position ``i`` looked at.
+        Decoder cross-attention, one tensor per layer: row ``i`` says which source
+        tokens target position ``i`` looked at.
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    encoder[layer] : (B, H, T_s, T_s)
+    decoder[layer] : (B, H, T_t, T_t)
+    cross[layer] : (B, H, T_t, T_s)
     """
 
     encoder: tuple
@@ -298,6 +395,10 @@ class AttentionMaps(NamedTuple):
 class Seq2SeqTransformer(nn.Module):
     """An encoder-decoder transformer for translation, with pre-norm residual layers.
 
+    ``src`` and ``tgt_in`` are padded with ``pad_id`` on the right; ``tgt_in``
+    starts with ``<bos>``, and position ``i`` of the logits predicts target token
+    ``i + 1``. Introduced in Chapter 6.
+
     Parameters
     ----------
     config : Seq2SeqConfig
@@ -305,7 +406,7 @@ class Seq2SeqTransformer(nn.Module):
     Attributes
     ----------
     src_embed, tgt_embed : nn.Embedding
-        Token embeddings ``(V_s, D)`` and ``(V_t, D)``.
+        Token embeddings, one row of width ``D`` per source or target token.
     positions : torch.Tensor
         Buffer ``(context_length, D)`` from :func:`sinusoidal_positions`.
     encoder, decoder : nn.ModuleList
@@ -317,9 +418,18 @@ class Seq2SeqTransformer(nn.Module):
 
     Shapes
     ------
-    - src: ``(B, T_s)`` source ids; tgt_in: ``(B, T_t)`` target ids starting with
-      ``<bos>``; both padded with ``pad_id`` on the right
-    - output: logits ``(B, T_t, V)``; position ``i`` predicts target token ``i + 1``
+    Letters: see attn_course.shapes.
+    src : (B, T_s)
+    tgt_in : (B, T_t)
+    logits : (B, T_t, V)
+
+    Raises
+    ------
+    TypeError
+        If ``config`` is not a :class:`Seq2SeqConfig`; when called, if the ids
+        are not a LongTensor.
+    ValueError
+        When called, if the ids are not 2-D or longer than ``context_length``.
 
     Examples
     --------
@@ -337,7 +447,7 @@ class Seq2SeqTransformer(nn.Module):
         super().__init__()
         if not isinstance(config, Seq2SeqConfig):
             raise TypeError(
-                f"config must be a Seq2SeqConfig, got {type(config).__name__}; e.g. "
+                f"config must be a Seq2SeqConfig, got {kind_of(config)}; e.g. "
                 "Seq2SeqTransformer(Seq2SeqConfig(src_vocab_size=39, "
                 "tgt_vocab_size=46))"
             )
@@ -362,11 +472,12 @@ class Seq2SeqTransformer(nn.Module):
 
     def _embed(self, ids, embedding, name):
         """Token embedding plus position: ``(B, T) -> (B, T, D)``."""
-        if not isinstance(ids, torch.Tensor) or ids.dtype != torch.long:
+        fix = "encode the words with a Vocab first, e.g. vocab.encode_batch(sentences)"
+        require_tensor(ids, name, fix=fix)
+        if ids.dtype != torch.long:
             raise TypeError(
-                f"{name} must be a LongTensor of token ids, got "
-                f"{getattr(ids, 'dtype', type(ids).__name__)}; encode the words with "
-                "a Vocab first"
+                f"{name} must be a LongTensor of token ids, got dtype {ids.dtype}; "
+                f"{fix}"
             )
         if ids.dim() != 2:
             raise ValueError(
@@ -390,17 +501,25 @@ class Seq2SeqTransformer(nn.Module):
         Returns
         -------
         memory : torch.Tensor
-            ``(B, T_s, D)``, one vector per source token.
+            One vector per source token.
         weights : tuple of torch.Tensor
-            Only if ``return_weights=True``: ``(B, H, T_s, T_s)`` per layer.
+            Only if ``return_weights=True``: the self-attention weights of every
+            layer.
+
+        Shapes
+        ------
+        Letters: see attn_course.shapes.
+        src : (B, T_s)
+        memory : (B, T_s, D)
+        weights[layer] : (B, H, T_s, T_s)
         """
-        src_mask = src != self.config.pad_id  # (B, T_s), True = real token
-        x = self._embed(src, self.src_embed, "src")  # (B, T_s, D)
+        x = self._embed(src, self.src_embed, "src")  # (B, T_s) -> (B, T_s, D)
+        src_mask = src != self.config.pad_id  # True = real token
         all_weights = []
         for layer in self.encoder:
             x, weights = layer(x, src_mask, return_weights=True)
             all_weights.append(weights)
-        memory = self.encoder_norm(x)  # (B, T_s, D)
+        memory = self.encoder_norm(x)
         return (memory, tuple(all_weights)) if return_weights else memory
 
     def decode(self, tgt_in, memory, src_mask, *, return_weights=False):
@@ -409,23 +528,31 @@ class Seq2SeqTransformer(nn.Module):
         Parameters
         ----------
         tgt_in : torch.Tensor
-            ``(B, T_t)`` target ids, starting with ``<bos>``.
+            Target ids, starting with ``<bos>``.
         memory : torch.Tensor
-            ``(B, T_s, D)`` from :meth:`encode`.
+            The encoder's output, from :meth:`encode`.
         src_mask : torch.Tensor
-            ``(B, T_s)`` bool, ``True`` = real source token.
+            Bool, ``True`` = real source token.
         return_weights : bool, default False
 
         Returns
         -------
         logits : torch.Tensor
-            ``(B, T_t, V)``.
         weights : (tuple, tuple)
             Only if ``return_weights=True``: per layer, the self-attention weights
-            ``(B, H, T_t, T_t)`` and the cross-attention weights ``(B, H, T_t, T_s)``.
+            and the cross-attention weights.
+
+        Shapes
+        ------
+        Letters: see attn_course.shapes.
+        tgt_in : (B, T_t)
+        memory : (B, T_s, D)
+        src_mask : (B, T_s)
+        logits : (B, T_t, V)
+        self_weights[layer], cross_weights[layer] : (B, H, T_t, T_t), (B, H, T_t, T_s)
         """
-        tgt_mask = tgt_in != self.config.pad_id  # (B, T_t), True = real token
-        y = self._embed(tgt_in, self.tgt_embed, "tgt_in")  # (B, T_t, D)
+        y = self._embed(tgt_in, self.tgt_embed, "tgt_in")  # (B, T_t) -> (B, T_t, D)
+        tgt_mask = tgt_in != self.config.pad_id  # True = real token
         self_weights, cross_weights = [], []
         for layer in self.decoder:
             y, (w_self, w_cross) = layer(
@@ -444,29 +571,30 @@ class Seq2SeqTransformer(nn.Module):
         Parameters
         ----------
         src : torch.Tensor
-            ``(B, T_s)`` source ids, padded with ``pad_id``.
+            Source ids, padded with ``pad_id``.
         tgt_in : torch.Tensor
-            ``(B, T_t)`` target ids starting with ``<bos>`` (teacher forcing).
+            Target ids starting with ``<bos>`` (teacher forcing).
         return_weights : bool, default False
             Also return an :class:`AttentionMaps` with every layer's weights.
 
         Returns
         -------
         torch.Tensor or (torch.Tensor, AttentionMaps)
-            Logits ``(B, T_t, V)``.
+            The logits; see the class docstring for shapes.
         """
-        src_mask = src != self.config.pad_id  # (B, T_s)
         if return_weights:
             memory, enc_weights = self.encode(src, return_weights=True)
+            src_mask = src != self.config.pad_id
             logits, (dec_weights, cross_weights) = self.decode(
                 tgt_in, memory, src_mask, return_weights=True
             )
             return logits, AttentionMaps(enc_weights, dec_weights, cross_weights)
-        return self.decode(tgt_in, self.encode(src), src_mask)
+        memory = self.encode(src)
+        return self.decode(tgt_in, memory, src != self.config.pad_id)
 
 
 def count_parameters(model):
-    """Number of trainable parameters.
+    """Number of trainable parameters. Introduced in Chapter 6.
 
     Examples
     --------
@@ -476,6 +604,52 @@ def count_parameters(model):
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
+@contextmanager
+def evaluating(model):
+    """Put ``model`` in eval mode for a ``with`` block, then restore its modes.
+
+    Eval mode turns dropout off, so that a model measured or decoded inside the
+    block gives its deterministic output. On leaving the block, every submodule gets
+    back the mode it had before, also when the block raises; a model that was
+    training goes on training. Introduced in Chapter 6.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+
+    Yields
+    ------
+    torch.nn.Module
+        ``model`` itself, in eval mode.
+
+    Raises
+    ------
+    TypeError
+        If ``model`` is not a :class:`torch.nn.Module`.
+
+    Examples
+    --------
+    >>> model = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.5))
+    >>> with evaluating(model):
+    ...     model.training, model[1].training
+    (False, False)
+    >>> model.training, model[1].training
+    (True, True)
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(
+            f"model must be a torch.nn.Module, got {kind_of(model)}; pass the model "
+            "itself, e.g. with evaluating(model):"
+        )
+    modes = [(module, module.training) for module in model.modules()]
+    model.eval()
+    try:
+        yield model
+    finally:
+        for module, training in modes:
+            module.training = training
+
+
 @torch.no_grad()
 def greedy_decode(model, src, *, max_len=None, bos_id=1, eos_id=2):
     """Translate by always picking the most likely next word.
@@ -483,13 +657,14 @@ def greedy_decode(model, src, *, max_len=None, bos_id=1, eos_id=2):
     The encoder runs once; the decoder runs once per output word on everything
     generated so far, and the argmax of its last position becomes the next word.
     A sentence that has produced ``<eos>`` gets ``<pad>`` after it; decoding stops
-    when every sentence is finished or after ``max_len`` words.
+    when every sentence is finished or after ``max_len`` words. The model runs in
+    eval mode (see :func:`evaluating`). Introduced in Chapter 6.
 
     Parameters
     ----------
     model : Seq2SeqTransformer
     src : torch.Tensor
-        ``(B, T_s)`` source ids.
+        Source ids.
     max_len : int, optional
         Most words to generate (``<eos>`` included); default ``context_length - 1``.
     bos_id, eos_id : int
@@ -498,32 +673,57 @@ def greedy_decode(model, src, *, max_len=None, bos_id=1, eos_id=2):
     Returns
     -------
     torch.Tensor
-        ``(B, T_out)`` generated ids, without the leading ``<bos>``.
+        The generated ids, without the leading ``<bos>``; ``N`` is at most
+        ``max_len``.
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    src : (B, T_s)
+    output : (B, N)
+
+    Raises
+    ------
+    TypeError
+        If ``max_len``, ``bos_id`` or ``eos_id`` is not an int, or ``src`` is not
+        a LongTensor.
+    ValueError
+        If ``max_len`` is below 1 or an id is negative.
     """
-    was_training = model.training
-    model.eval()
     pad_id = model.config.pad_id
     if max_len is None:
         max_len = model.config.context_length - 1
-    src_mask = src != pad_id  # (B, T_s)
-    memory = model.encode(src)  # (B, T_s, D)
-    B = src.shape[0]
-    tgt = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)  # (B, 1)
-    finished = torch.zeros(B, dtype=torch.bool, device=src.device)  # (B,)
-    for _ in range(max_len):
-        logits = model.decode(tgt, memory, src_mask)  # (B, T_t, V)
-        next_id = logits[:, -1].argmax(dim=-1)  # (B, V) -> (B,)
-        next_id = next_id.masked_fill(finished, pad_id)
-        tgt = torch.cat([tgt, next_id[:, None]], dim=1)  # (B, T_t + 1)
-        finished |= next_id == eos_id
-        if finished.all():
-            break
-    model.train(was_training)
+    max_len = require_int(max_len, "max_len")
+    bos_id = require_int(bos_id, "bos_id", minimum=0)
+    eos_id = require_int(eos_id, "eos_id", minimum=0)
+    with evaluating(model):
+        memory = model.encode(src)  # (B, T_s) -> (B, T_s, D)
+        src_mask = src != pad_id
+        B = src.shape[0]
+        tgt = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)
+        finished = torch.zeros(B, dtype=torch.bool, device=src.device)
+        for _ in range(max_len):
+            logits = model.decode(tgt, memory, src_mask)  # (B, T_t) -> (B, T_t, V)
+            next_id = logits[:, -1].argmax(dim=-1)  # (B, V) -> (B,)
+            next_id = next_id.masked_fill(finished, pad_id)
+            tgt = torch.cat([tgt, next_id[:, None]], dim=1)  # -> (B, T_t + 1)
+            finished |= next_id == eos_id
+            if finished.all():
+                break
     return tgt[:, 1:]
 
 
 def translate(model, sentences, src_vocab, tgt_vocab):
     """Translate sentences (strings or word sequences) with :func:`greedy_decode`.
+
+    Introduced in Chapter 6.
+
+    Parameters
+    ----------
+    model : Seq2SeqTransformer
+    sentences : str or sequence of (str or sequence of str)
+        One sentence, or several.
+    src_vocab, tgt_vocab : attn_course.translation.Vocab
 
     Returns
     -------
@@ -532,25 +732,23 @@ def translate(model, sentences, src_vocab, tgt_vocab):
     """
     if isinstance(sentences, str):
         sentences = [sentences]
-    rows = [src_vocab.encode(sentence) for sentence in sentences]
-    longest = max(len(row) for row in rows)
-    src = torch.tensor(
-        [row + [src_vocab.pad_id] * (longest - len(row)) for row in rows]
-    )  # (B, T_s)
+    src = src_vocab.encode_batch(sentences)  # (B, T_s)
     out = greedy_decode(model, src, bos_id=tgt_vocab.bos_id, eos_id=tgt_vocab.eos_id)
     return [tgt_vocab.decode(row) for row in out]
 
 
 def _strip(ids, eos_id, pad_id):
     """Ids up to and including the first ``<eos>``; the rest set to ``pad_id``."""
-    is_eos = ids == eos_id  # (B, T)
-    after = (is_eos.cumsum(dim=1) - is_eos.long()) > 0  # (B, T): past the first eos
+    is_eos = ids == eos_id
+    after = (is_eos.cumsum(dim=1) - is_eos.long()) > 0  # past the first eos
     return ids.masked_fill(after, pad_id)
 
 
 @torch.no_grad()
 def exact_match(model, data, *, batch_size=1000, bos_id=1, eos_id=2):
     """Fraction of sentences whose greedy translation equals the reference exactly.
+
+    Introduced in Chapter 6.
 
     Parameters
     ----------
@@ -568,10 +766,10 @@ def exact_match(model, data, *, batch_size=1000, bos_id=1, eos_id=2):
     pad_id = model.config.pad_id
     correct = 0
     for batch in iterate_batches(data, batch_size, pad_id=pad_id):
-        reference = batch.tgt_out  # (B, T_t), words then <eos> then padding
+        reference = batch.tgt_out  # words, then <eos>, then padding
         T = reference.shape[1]
         out = greedy_decode(model, batch.src, max_len=T, bos_id=bos_id, eos_id=eos_id)
-        out = _strip(out, eos_id, pad_id)  # (B, T_out)
+        out = _strip(out, eos_id, pad_id)
         if out.shape[1] < T:  # every sentence stopped early: pad to compare
             out = F.pad(out, (0, T - out.shape[1]), value=pad_id)
         correct += int((out[:, :T] == reference).all(dim=1).sum())
@@ -582,18 +780,26 @@ def exact_match(model, data, *, batch_size=1000, bos_id=1, eos_id=2):
 def sequence_loss(model, data, *, batch_size=1000):
     """Mean cross-entropy per target token under teacher forcing (no training).
 
+    The model runs in eval mode (see :func:`evaluating`). Introduced in Chapter 6.
+
+    Parameters
+    ----------
+    model : Seq2SeqTransformer
+    data : attn_course.translation.Batch
+        Padded source and target ids.
+    batch_size : int, default 1000
+
     Returns
     -------
     float
     """
-    was_training = model.training
-    model.eval()
+    pad_id = model.config.pad_id
     total, count = 0.0, 0
-    for batch in iterate_batches(data, batch_size, pad_id=model.config.pad_id):
-        logits = model(batch.src, batch.tgt_in)  # (B, T_t, V)
-        total += float(_token_loss(logits, batch.tgt_out, model.config.pad_id, "sum"))
-        count += int((batch.tgt_out != model.config.pad_id).sum())
-    model.train(was_training)
+    with evaluating(model):
+        for batch in iterate_batches(data, batch_size, pad_id=pad_id):
+            logits = model(batch.src, batch.tgt_in)  # (B, T_t) -> (B, T_t, V)
+            total += float(_token_loss(logits, batch.tgt_out, pad_id, "sum"))
+            count += int((batch.tgt_out != pad_id).sum())
     return total / count
 
 
@@ -609,7 +815,7 @@ def _token_loss(logits, targets, pad_id, reduction="mean"):
 
 
 class EpochLog(NamedTuple):
-    """What :func:`train` records after each epoch."""
+    """What :func:`train` records after each epoch. Introduced in Chapter 6."""
 
     epoch: int
     loss: float
@@ -634,7 +840,7 @@ def train(
     The learning rate rises linearly for ``warmup_steps`` steps, then falls along a
     cosine to 0 at the last step. Gradients are clipped to norm 1. Batches are
     shuffled with a generator seeded by ``seed``, so a run is reproducible on one
-    machine.
+    machine. The model is left in eval mode. Introduced in Chapter 6.
 
     Parameters
     ----------
@@ -661,9 +867,20 @@ def train(
         The training loss of every step.
     epochs : list of EpochLog
         One entry per epoch.
+
+    Raises
+    ------
+    TypeError
+        If ``epochs``, ``batch_size`` or ``warmup_steps`` is not an int, or ``lr``
+        not a number.
+    ValueError
+        If ``epochs`` or ``batch_size`` is below 1, ``warmup_steps`` negative, or
+        ``lr`` not positive.
     """
-    if not isinstance(epochs, int) or epochs < 1:
-        raise ValueError(f"epochs must be an int >= 1, got epochs={epochs!r}")
+    epochs = require_int(epochs, "epochs")
+    batch_size = require_int(batch_size, "batch_size")
+    warmup_steps = require_int(warmup_steps, "warmup_steps", minimum=0)
+    lr = require_positive(lr, "lr", hint="use e.g. lr=3e-3")
     pad_id = model.config.pad_id
     N = data.src.shape[0]
     steps_per_epoch = math.ceil(N / batch_size)
@@ -686,7 +903,7 @@ def train(
     for epoch in range(1, epochs + 1):
         epoch_losses = []
         for batch in iterate_batches(data, batch_size, generator=generator):
-            logits = model(batch.src, batch.tgt_in)  # (B, T_t, V)
+            logits = model(batch.src, batch.tgt_in)  # (B, T_t) -> (B, T_t, V)
             loss = _token_loss(logits, batch.tgt_out, pad_id)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -696,7 +913,6 @@ def train(
             epoch_losses.append(loss.item())
         step_losses += epoch_losses
         accuracy = None if val_data is None else exact_match(model, val_data)
-        model.train()
         entry = EpochLog(
             epoch=epoch,
             loss=sum(epoch_losses) / len(epoch_losses),

@@ -19,12 +19,15 @@ word order and agreement, so a word-by-word translation is wrong:
   but ``den großen Hund`` as an object.
 
 Sentences are sampled with a seeded :class:`random.Random`; nothing is downloaded.
+Sentence pairs become padded id tensors, ``<bos>`` and ``<eos>`` framing the target.
 
 Shapes
 ------
-N : number of sentence pairs.
-B : batch size.
-T_s : padded source length; T_t : padded target length (with ``<bos>`` or ``<eos>``).
+Letters: see attn_course.shapes.
+src : (B, T_s)
+tgt_in, tgt_out : (B, T_t)
+
+Introduced in Chapter 6.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
+
+from ._validate import kind_of, require_int
 
 __all__ = [
     "ADJECTIVES",
@@ -58,9 +63,15 @@ __all__ = [
     "target_vocab",
 ]
 
-PAD, BOS, EOS = "<pad>", "<bos>", "<eos>"
+PAD = "<pad>"
+"""The padding token, id 0 in both vocabularies. Introduced in Chapter 6."""
+BOS = "<bos>"
+"""The beginning-of-sentence token that opens every decoder input, id 1.
+Introduced in Chapter 6."""
+EOS = "<eos>"
+"""The end-of-sentence token that closes every decoder target, id 2.
+Introduced in Chapter 6."""
 
-# English noun -> (German noun, grammatical gender: m, f or n)
 NOUNS = {
     "dog": ("Hund", "m"),
     "man": ("Mann", "m"),
@@ -71,7 +82,8 @@ NOUNS = {
     "horse": ("Pferd", "n"),
     "child": ("Kind", "n"),
 }
-# English adjective -> German stem; the ending (-e or -en) comes from the noun phrase.
+"""English noun -> (German noun, grammatical gender: m, f or n).
+Introduced in Chapter 6."""
 ADJECTIVES = {
     "big": "groß",
     "small": "klein",
@@ -79,7 +91,8 @@ ADJECTIVES = {
     "young": "jung",
     "tired": "müd",
 }
-# English 3rd person -> (English infinitive, German 3rd person, German infinitive)
+"""English adjective -> German stem; the ending (-e or -en) comes from the noun
+phrase. Introduced in Chapter 6."""
 VERBS = {
     "sees": ("see", "sieht", "sehen"),
     "hears": ("hear", "hört", "hören"),
@@ -88,22 +101,24 @@ VERBS = {
     "visits": ("visit", "besucht", "besuchen"),
     "loves": ("love", "liebt", "lieben"),
 }
-# modal -> (its English words, German 3rd person)
+"""English 3rd person -> (English infinitive, German 3rd person, German infinitive).
+Introduced in Chapter 6."""
 MODALS = {
     "can": (("can",), "kann"),
     "must": (("must",), "muss"),
     "wants": (("wants", "to"), "will"),
 }
-# opening word -> (kind, German word). An adverb puts the verb second, a
-# conjunction puts it last.
+"""Modal -> (its English words, German 3rd person). Introduced in Chapter 6."""
 OPENERS = {
-    "today": ("adverb", "heute"),
-    "now": ("adverb", "jetzt"),
-    "often": ("adverb", "oft"),
-    "because": ("conjunction", "weil"),
-    "that": ("conjunction", "dass"),
-    "if": ("conjunction", "wenn"),
+    english: (kind, german)
+    for kind, words in (
+        ("adverb", {"today": "heute", "now": "jetzt", "often": "oft"}),
+        ("conjunction", {"because": "weil", "that": "dass", "if": "wenn"}),
+    )
+    for english, german in words.items()
 }
+"""Opening word -> (kind, German word). An adverb puts the verb second, a
+conjunction puts it last. Introduced in Chapter 6."""
 _ARTICLES = {  # (case, gender) -> definite article
     ("nominative", "m"): "der",
     ("nominative", "f"): "die",
@@ -123,6 +138,10 @@ def _adjective_ending(case, gender):
 class Clause:
     """One sentence of the toy grammar, rendered in English and in German.
 
+    :meth:`source` gives the English words, :meth:`target` the German ones and
+    :meth:`alignment` which English word each German word translates.
+    Introduced in Chapter 6.
+
     Parameters
     ----------
     subject, obj : str
@@ -135,6 +154,13 @@ class Clause:
         ``"can"``, ``"must"`` or ``"wants"`` (a key of :data:`MODALS`).
     opener : str, optional
         An opening adverb or conjunction, a key of :data:`OPENERS`.
+
+    Raises
+    ------
+    TypeError
+        If a word is not a str.
+    ValueError
+        If a word is not in the toy grammar; the message lists the choices.
 
     Examples
     --------
@@ -168,6 +194,11 @@ class Clause:
         for field, value, table, optional in tables:
             if value is None and optional:
                 continue
+            if not isinstance(value, str):
+                raise TypeError(
+                    f"{field} must be a str, one English word, got {kind_of(value)} "
+                    f"{value!r}; e.g. {field}={sorted(table)[0]!r}"
+                )
             if value not in table:
                 raise ValueError(
                     f"{field}={value!r} is not in the toy grammar; choose one of "
@@ -257,9 +288,10 @@ class Clause:
 def sample_clause(rng):
     """Draw one random clause of the toy grammar.
 
-    Each of the three sentence shapes (plain, opening adverb, opening conjunction)
-    has probability 1/3, a modal verb 1/2 (each modal equally likely), an adjective
-    1/2 per noun phrase; the object is a different noun from the subject.
+    Introduced in Chapter 6. Each of the three sentence shapes (plain, opening
+    adverb, opening conjunction) has probability 1/3, a modal verb 1/2 (each modal
+    equally likely), an adjective 1/2 per noun phrase; the object is a different
+    noun from the subject.
 
     Parameters
     ----------
@@ -297,6 +329,8 @@ def sample_clause(rng):
 
 def parse_source(words):
     """Parse an English sentence of the toy grammar into a :class:`Clause`.
+
+    Introduced in Chapter 6.
 
     Parameters
     ----------
@@ -371,6 +405,8 @@ def parse_source(words):
 def reference_translation(words):
     """Translate an English sentence of the toy grammar with its rules.
 
+    Introduced in Chapter 6.
+
     Parameters
     ----------
     words : str or sequence of str
@@ -393,6 +429,8 @@ class Vocab:
     """Map words to integer ids and back; ids 0, 1, 2 are ``<pad>``, ``<bos>``,
     ``<eos>``.
 
+    Introduced in Chapter 6.
+
     Parameters
     ----------
     words : sequence of str
@@ -405,6 +443,9 @@ class Vocab:
     [3, 4, 2]
     >>> vocab.decode([1, 3, 4, 2, 0, 0])
     ('the', 'dog')
+    >>> vocab.encode_batch(["the dog", "dog"])
+    tensor([[3, 4],
+            [4, 0]])
     >>> len(vocab), vocab.pad_id, vocab.bos_id, vocab.eos_id
     (5, 0, 1, 2)
     """
@@ -445,6 +486,41 @@ class Vocab:
         ids = [self.ids[word] for word in words]
         return [self.bos_id] * bos + ids + [self.eos_id] * eos
 
+    def encode_batch(self, sentences, *, bos=False, eos=False):
+        """Encode sentences with :meth:`encode` and pad them into one tensor.
+
+        Each row holds one sentence's ids, then ``<pad>`` up to the longest row.
+
+        Parameters
+        ----------
+        sentences : sequence of (str or sequence of str)
+            The sentences, each one string of words or a sequence of words.
+        bos, eos : bool, default False
+            Frame every sentence with ``<bos>`` and ``<eos>``.
+
+        Returns
+        -------
+        torch.Tensor
+            Token ids, dtype ``torch.long``.
+
+        Shapes
+        ------
+        Letters: see attn_course.shapes.
+        output : (B, T)
+
+        Raises
+        ------
+        ValueError
+            If there are no sentences, or a word is not in the vocabulary.
+        """
+        rows = [self.encode(sentence, bos=bos, eos=eos) for sentence in sentences]
+        if not rows:
+            raise ValueError("encode_batch needs at least one sentence, got none")
+        longest = max(len(row) for row in rows)
+        return torch.tensor(
+            [row + [self.pad_id] * (longest - len(row)) for row in rows]
+        )
+
     def decode(self, ids):
         """Turn ids back into words: stop at the first ``<eos>``, drop ``<pad>`` and
         ``<bos>``.
@@ -471,6 +547,8 @@ class Vocab:
 def source_vocab():
     """The English vocabulary: special tokens, then every English word of the grammar.
 
+    Introduced in Chapter 6.
+
     Examples
     --------
     >>> vocab = source_vocab()
@@ -486,6 +564,8 @@ def source_vocab():
 
 def target_vocab():
     """The German vocabulary: special tokens, then every German word of the grammar.
+
+    Introduced in Chapter 6.
 
     Examples
     --------
@@ -503,7 +583,10 @@ def target_vocab():
 
 
 class Splits(NamedTuple):
-    """Train, validation and test sentence pairs; no English sentence is in two."""
+    """Train, validation and test sentence pairs; no English sentence is in two.
+
+    Introduced in Chapter 6.
+    """
 
     train: tuple
     val: tuple
@@ -517,7 +600,7 @@ def make_splits(num_train=8_000, num_val=500, num_test=1_000, *, seed=0):
     are drawn with :func:`sample_clause` from ``random.Random(seed)`` until there are
     ``num_train + num_val + num_test`` different English sentences, so no sentence
     appears twice, in one split or across splits. The grammar has 338,688 different
-    sentences.
+    sentences. Introduced in Chapter 6.
 
     Parameters
     ----------
@@ -529,6 +612,13 @@ def make_splits(num_train=8_000, num_val=500, num_test=1_000, *, seed=0):
     -------
     Splits
 
+    Raises
+    ------
+    TypeError
+        If a size is not an int.
+    ValueError
+        If a size is below 1, or all together ask for more than 100,000 sentences.
+
     Examples
     --------
     >>> splits = make_splits(5, 2, 2, seed=0)
@@ -538,10 +628,9 @@ def make_splits(num_train=8_000, num_val=500, num_test=1_000, *, seed=0):
     >>> isinstance(source, tuple) and isinstance(target, tuple)
     True
     """
-    sizes = {"num_train": num_train, "num_val": num_val, "num_test": num_test}
-    for name, size in sizes.items():
-        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
-            raise ValueError(f"{name} must be an int >= 1, got {name}={size!r}")
+    num_train = require_int(num_train, "num_train")
+    num_val = require_int(num_val, "num_val")
+    num_test = require_int(num_test, "num_test")
     total = num_train + num_val + num_test
     if total > 100_000:
         raise ValueError(
@@ -564,15 +653,23 @@ def make_splits(num_train=8_000, num_val=500, num_test=1_000, *, seed=0):
 class Batch(NamedTuple):
     """Padded id tensors of a batch of sentence pairs.
 
+    Introduced in Chapter 6.
+
     Attributes
     ----------
     src : torch.Tensor
-        Source ids ``(B, T_s)``, padded with ``<pad>`` on the right.
+        Source ids, padded with ``<pad>`` on the right.
     tgt_in : torch.Tensor
-        Decoder input ``(B, T_t)``: ``<bos>`` followed by the target words.
+        Decoder input: ``<bos>`` followed by the target words.
     tgt_out : torch.Tensor
-        What the decoder must predict ``(B, T_t)``: the target words followed by
-        ``<eos>``, i.e. ``tgt_in`` shifted one position to the left.
+        What the decoder must predict: the target words followed by ``<eos>``,
+        i.e. ``tgt_in`` shifted one position to the left.
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    src : (B, T_s)
+    tgt_in, tgt_out : (B, T_t)
     """
 
     src: torch.Tensor
@@ -580,14 +677,11 @@ class Batch(NamedTuple):
     tgt_out: torch.Tensor
 
 
-def _pad(rows, pad_id):
-    """Stack lists of ids of different lengths into one ``(B, T)`` tensor."""
-    longest = max(len(row) for row in rows)
-    return torch.tensor([row + [pad_id] * (longest - len(row)) for row in rows])
-
-
 def make_batch(pairs, src_vocab, tgt_vocab):
     """Encode sentence pairs and pad them into one :class:`Batch`.
+
+    Introduced in Chapter 6. ``T_s`` is the length of the longest source, ``T_t``
+    that of the longest target plus 1 (for ``<bos>`` or ``<eos>``).
 
     Parameters
     ----------
@@ -600,8 +694,9 @@ def make_batch(pairs, src_vocab, tgt_vocab):
 
     Shapes
     ------
-    - src: ``(B, T_s)`` with ``T_s`` the longest source
-    - tgt_in, tgt_out: ``(B, T_t)`` with ``T_t`` the longest target plus 1
+    Letters: see attn_course.shapes.
+    src : (B, T_s)
+    tgt_in, tgt_out : (B, T_t)
 
     Examples
     --------
@@ -615,10 +710,10 @@ def make_batch(pairs, src_vocab, tgt_vocab):
     """
     if len(pairs) == 0:
         raise ValueError("make_batch needs at least one sentence pair, got none")
-    src = [src_vocab.encode(source) for source, _ in pairs]
-    tgt = [tgt_vocab.encode(target, bos=True, eos=True) for _, target in pairs]
-    src = _pad(src, src_vocab.pad_id)  # (B, T_s)
-    tgt = _pad(tgt, tgt_vocab.pad_id)  # (B, T_t + 1)
+    sources = [source for source, _ in pairs]
+    targets = [target for _, target in pairs]
+    src = src_vocab.encode_batch(sources)  # (B, T_s)
+    tgt = tgt_vocab.encode_batch(targets, bos=True, eos=True)  # (B, T_t + 1)
     return Batch(src=src, tgt_in=tgt[:, :-1], tgt_out=tgt[:, 1:])
 
 
@@ -631,7 +726,8 @@ def _trim(ids, pad_id):
 def iterate_batches(data, batch_size, *, generator=None, pad_id=Vocab.pad_id):
     """Cut one big :class:`Batch` into mini-batches, optionally shuffled.
 
-    Each mini-batch keeps only as many columns as its longest sentence needs.
+    Introduced in Chapter 6. Each mini-batch keeps only as many columns as its
+    longest sentence needs.
 
     Parameters
     ----------
@@ -647,6 +743,13 @@ def iterate_batches(data, batch_size, *, generator=None, pad_id=Vocab.pad_id):
     ------
     Batch
 
+    Raises
+    ------
+    TypeError
+        If ``batch_size`` is not an int.
+    ValueError
+        If ``batch_size`` is below 1.
+
     Examples
     --------
     >>> splits = make_splits(10, 1, 1)
@@ -654,10 +757,7 @@ def iterate_batches(data, batch_size, *, generator=None, pad_id=Vocab.pad_id):
     >>> [b.src.shape[0] for b in iterate_batches(data, 4)]
     [4, 4, 2]
     """
-    if not isinstance(batch_size, int) or isinstance(batch_size, bool):
-        raise TypeError(f"batch_size must be an int, got {batch_size!r}")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, got batch_size={batch_size}")
+    batch_size = require_int(batch_size, "batch_size")
     N = data.src.shape[0]
     if generator is None:
         order = torch.arange(N)
@@ -665,9 +765,9 @@ def iterate_batches(data, batch_size, *, generator=None, pad_id=Vocab.pad_id):
         order = torch.randperm(N, generator=generator)
     for start in range(0, N, batch_size):
         index = order[start : start + batch_size]
-        tgt_in = _trim(data.tgt_in[index], pad_id)
+        tgt_in = _trim(data.tgt_in[index], pad_id)  # (N, T_t) -> (B, T_t)
         yield Batch(
-            src=_trim(data.src[index], pad_id),  # (B, T_s)
-            tgt_in=tgt_in,  # (B, T_t)
-            tgt_out=data.tgt_out[index, : tgt_in.shape[1]],  # (B, T_t)
+            src=_trim(data.src[index], pad_id),  # (N, T_s) -> (B, T_s)
+            tgt_in=tgt_in,
+            tgt_out=data.tgt_out[index, : tgt_in.shape[1]],  # (N, T_t) -> (B, T_t)
         )

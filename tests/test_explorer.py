@@ -1,4 +1,5 @@
-"""Tests for attn_course.explorer: the computation and the widget, without a browser."""
+"""Tests for attn_course.explorer: the widget apps of Chapters 1 and 3, driven
+without a browser."""
 
 import math
 
@@ -10,83 +11,13 @@ import torch
 from attn_course.data import hello_shiny_sun, your_journey
 from attn_course.explorer import (
     AttentionExplorer,
-    ExplorerState,
+    MaskExplorer,
     attention_explorer,
-    explore,
+    mask_explorer,
 )
+from attn_course.walkthrough import MASK_CONVENTIONS, query_attention
 
-# --- explore -----------------------------------------------------------------------
-
-
-def test_explore_matches_a_hand_computation():
-    tokens, x = hello_shiny_sun()
-    state = explore(tokens, x, query_index=1)
-    assert isinstance(state, ExplorerState)
-    # "shiny" . "Hello" = 0.53*0.34 + 0.34*0.22 + 0.98*0.54 = 0.7842
-    assert math.isclose(float(state.scores[0]), 0.7842, abs_tol=1e-4)
-    scores = x @ x[1]  # (T,)
-    weights = torch.softmax(scores, dim=0)  # (T,)
-    torch.testing.assert_close(state.scores, scores)
-    torch.testing.assert_close(state.weights, weights)
-    torch.testing.assert_close(state.context, weights @ x)
-    assert state.scores.shape == (3,) and state.context.shape == (3,)
-
-
-@pytest.mark.parametrize("temperature", [0.1, 0.5, 2.0, 7.0])
-def test_explore_divides_the_scores_by_the_temperature(temperature):
-    tokens, x = your_journey()
-    state = explore(tokens, x, 4, temperature)
-    torch.testing.assert_close(state.scores, x @ x[4])  # scores ignore temperature
-    weights = torch.softmax(x @ x[4] / temperature, dim=0)
-    torch.testing.assert_close(state.weights, weights)
-    torch.testing.assert_close(state.context, weights @ x)
-
-
-def test_temperature_extremes_give_one_hot_and_uniform_weights():
-    tokens, x = hello_shiny_sun()
-    cold = explore(tokens, x, 1, temperature=1e-3).weights
-    torch.testing.assert_close(cold, torch.tensor([0.0, 1.0, 0.0]))
-    assert int(cold.argmax()) == int((x @ x[1]).argmax())
-    hot = explore(tokens, x, 1, temperature=1e4).weights
-    torch.testing.assert_close(hot, torch.full((3,), 1 / 3), atol=1e-4, rtol=0)
-
-
-def test_explore_is_pure_and_accepts_numpy_and_negative_indices():
-    tokens, x = your_journey()
-    before = x.clone()
-    last = explore(tokens, x, -1, 0.7)
-    assert torch.equal(x, before)
-    torch.testing.assert_close(last.weights, explore(tokens, x, 5, 0.7).weights)
-    from_numpy = explore(list(tokens), x.numpy().astype(np.float64), 5, 0.7)
-    torch.testing.assert_close(from_numpy.weights.float(), last.weights)
-    whole_numbers = explore(None, torch.tensor([[1, 0], [0, 1]]), 0)
-    torch.testing.assert_close(whole_numbers.weights, torch.softmax(torch.eye(2)[0], 0))
-
-
-def test_explore_teaching_errors():
-    tokens, x = hello_shiny_sun()
-    with pytest.raises(ValueError, match=r"query_index=3 is out of range.*0 to 2"):
-        explore(tokens, x, 3)
-    with pytest.raises(TypeError, match=r"tokens.index\('shiny'\)"):
-        explore(tokens, x, "shiny")
-    with pytest.raises(TypeError, match="int position"):
-        explore(tokens, x, True)
-    with pytest.raises(TypeError, match="int position"):
-        explore(tokens, x, 1.0)
-    for bad in (0.0, -1.0, float("inf"), float("nan")):
-        with pytest.raises(ValueError, match="positive finite"):
-            explore(tokens, x, 1, bad)
-    with pytest.raises(ValueError, match="too small"):
-        explore(tokens, x, 1, 1e-320)
-    with pytest.raises(ValueError, match="2 tokens.*3 embedding rows"):
-        explore(tokens[:2], x, 1)
-    with pytest.raises(ValueError, match=r"shape \(T, D\).*\(1, 3, 3\)"):
-        explore(tokens, x[None], 1)
-    with pytest.raises(TypeError, match="torch.tensor"):
-        explore(tokens, x.tolist(), 1)
-
-
-# --- the widget --------------------------------------------------------------------
+# --- the query explorer (Chapter 1) ---------------------------------------------------
 
 
 def test_attention_explorer_builds_the_widgets():
@@ -104,7 +35,7 @@ def test_attention_explorer_builds_the_widgets():
 def test_initial_state_and_output_show_the_chosen_query():
     tokens, x = hello_shiny_sun()
     app = attention_explorer(tokens, x, query_index=1)
-    expected = explore(tokens, x, 1, 1.0)
+    expected = query_attention(tokens, x, 1, 1.0)
     torch.testing.assert_close(app.state.weights, expected.weights)
     torch.testing.assert_close(app.state.context, expected.context)
     image, text = app.output.outputs
@@ -125,12 +56,16 @@ def test_changing_the_dropdown_and_the_slider_updates_the_state():
 
     app.dropdown.value = 4  # query "one"; observers fire synchronously
     assert app.state is not first
-    torch.testing.assert_close(app.state.weights, explore(tokens, x, 4, 1.0).weights)
+    torch.testing.assert_close(
+        app.state.weights, query_attention(tokens, x, 4, 1.0).weights
+    )
     assert app.figure.axes[0].get_title() == 'query "one", temperature 1.00'
     assert app.output.outputs[1]["text"].startswith('context vector of "one": [')
 
     app.slider.value = 0.1
-    torch.testing.assert_close(app.state.weights, explore(tokens, x, 4, 0.1).weights)
+    torch.testing.assert_close(
+        app.state.weights, query_attention(tokens, x, 4, 0.1).weights
+    )
     assert app.figure.axes[0].get_title() == 'query "one", temperature 0.10'
 
     # "one" matches "starts" (0.7154) a little better than itself (0.6654), and
@@ -156,7 +91,8 @@ def test_update_returns_the_new_state_and_the_explorer_owns_its_data():
     assert state is app.state
     assert float(state.context.abs().sum()) > 0
     torch.testing.assert_close(
-        state.weights, explore(tokens, hello_shiny_sun().embeddings, 0, 0.5).weights
+        state.weights,
+        query_attention(tokens, hello_shiny_sun().embeddings, 0, 0.5).weights,
     )
 
 
@@ -174,3 +110,75 @@ def test_explorer_validates_its_arguments_and_widens_the_slider():
     assert app.slider.max == 3.0 and math.isclose(app.slider.value, 500.0)
     app = attention_explorer(tokens, x, query_index=-1)
     assert app.dropdown.value == 2
+
+
+# --- the mask explorer (Chapter 3) ----------------------------------------------------
+
+
+def test_mask_explorer_builds_the_widgets(projected):
+    tokens, q, k, _ = projected
+    app = mask_explorer(tokens, q, k)
+    assert isinstance(app, MaskExplorer) and isinstance(app, widgets.VBox)
+    assert isinstance(app.checkbox, widgets.Checkbox) and app.checkbox.value
+    assert isinstance(app.dropdown, widgets.Dropdown)
+    assert [key for _, key in app.dropdown.options] == list(MASK_CONVENTIONS)
+    assert app.output in app.children
+    image, text = app.output.outputs
+    assert image["data"]["text/plain"].startswith("<Figure size")
+    assert len(image["data"]["image/png"]) > 1000
+    assert text["text"] == (
+        "weight on future keys (summed over queries): 0.0000; "
+        "queries that see no key: none\n"
+    )
+    assert app.figure.axes[0].get_title() == f"causal: {MASK_CONVENTIONS['bool']}"
+
+
+def test_toggling_the_mask_and_the_convention_updates_everything(projected):
+    tokens, q, k, _ = projected
+    app = mask_explorer(tokens, q, k)
+    causal = app.state
+
+    app.checkbox.value = False  # observers fire synchronously
+    assert app.dropdown.disabled
+    assert app.state.future_weight > 1.0
+    assert app.figure.axes[0].get_title() == "no mask"
+    assert not torch.equal(app.state.weights, causal.weights)
+
+    app.checkbox.value = True
+    assert not app.dropdown.disabled
+    torch.testing.assert_close(app.state.weights, causal.weights)
+
+    app.dropdown.value = "inverted"
+    assert app.state.empty_rows == (5,)
+    assert app.output.outputs[1]["text"].endswith("queries that see no key: step\n")
+    assert "True = blocked" in app.figure.axes[0].get_title()
+
+    app.dropdown.value = "additive"
+    torch.testing.assert_close(app.state.weights, causal.weights)
+    assert len(app.output.outputs) == 2  # replaced, not appended
+
+
+def test_update_returns_the_state_and_the_explorer_owns_its_data(projected):
+    tokens, q, k, _ = projected
+    app = MaskExplorer(tokens, q, k, causal=False)
+    before = app.state.weights.clone()
+    q.mul_(0.0)  # the learner edits their tensor afterwards
+    state = app.update()
+    assert state is app.state
+    torch.testing.assert_close(state.weights, before)
+    assert repr(app) == (
+        "MaskExplorer(tokens=('Your', 'journey', 'starts', 'with', 'one', 'step'), "
+        "causal=False, convention='bool')"
+    )
+
+
+def test_mask_explorer_validates_its_arguments(projected):
+    tokens, q, k, _ = projected
+    with pytest.raises(TypeError, match="one token per query and key"):
+        mask_explorer(None, q, k)
+    with pytest.raises(ValueError, match="6 queries and 5 keys"):
+        mask_explorer(tokens, q, k[:5])
+    with pytest.raises(ValueError, match="5 tokens"):
+        mask_explorer(tokens[:5], q, k)
+    with pytest.raises(ValueError, match="is not one of"):
+        mask_explorer(tokens, q, k, convention="mha")

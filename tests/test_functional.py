@@ -1,7 +1,9 @@
 """``attn_course.scaled_dot_product_attention`` against PyTorch's fused version."""
 
 import random
+import re
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -294,3 +296,207 @@ def test_dropout_without_a_generator_draws_like_nn_dropout():
     assert torch.equal(dropped, expected)
     assert (dropped == 0).any()
     assert torch.equal(output, dropped @ value)
+
+
+def test_a_one_element_tensor_is_a_number_for_scale_and_dropout_p():
+    """As in PyTorch, scale and dropout_p may be 0-d tensors."""
+    query, key, value = dropout_inputs()
+    as_number = scaled_dot_product_attention(query, key, value, scale=0.5)
+    as_tensor = scaled_dot_product_attention(query, key, value, scale=torch.tensor(0.5))
+    assert torch.equal(as_tensor, as_number)
+    expected = F.scaled_dot_product_attention(
+        query, key, value, scale=torch.tensor(0.5)
+    )
+    torch.testing.assert_close(as_tensor, expected, atol=1e-6, rtol=1e-6)
+    off = scaled_dot_product_attention(query, key, value, dropout_p=torch.tensor(0.0))
+    assert torch.equal(off, scaled_dot_product_attention(query, key, value))
+
+
+# --------------------------------------------------------------------------------------
+# Errors: each names what it received and how to fix it
+# --------------------------------------------------------------------------------------
+
+
+def qkv(q_shape=(2, 3, 4), k_shape=(2, 5, 4), v_shape=(2, 5, 6)):
+    gen = torch.Generator().manual_seed(0)
+    return [torch.randn(shape, generator=gen) for shape in (q_shape, k_shape, v_shape)]
+
+
+def sdpa(*args, **kwargs):
+    """Call scaled_dot_product_attention on the default inputs, replacing some."""
+    query, key, value = qkv()
+    inputs = {"query": query, "key": key, "value": value, **kwargs}
+    return scaled_dot_product_attention(*args, **inputs)
+
+
+# name: (call, exception type, fragments the message must contain). A fragment is a
+# literal string, or a compiled pattern that must match somewhere in the message.
+# Rows marked "same mistake" use the words that tests/test_masks.py and
+# tests/test_modules.py expect for the same mistake there.
+ERRORS = {
+    "query not a tensor (same mistake)": (
+        lambda: sdpa(query=[[1.0, 2.0]]),
+        TypeError,
+        [
+            "query must be a torch.Tensor, got list; convert it first",
+            "torch.tensor(query)",
+        ],
+    ),
+    "numpy query": (
+        lambda: sdpa(query=np.ones((2, 3, 4), dtype=np.float32)),
+        TypeError,
+        ["query must be a torch.Tensor, got numpy.ndarray", "torch.from_numpy(query)"],
+    ),
+    "integer key (same mistake)": (
+        lambda: sdpa(key=torch.ones(2, 5, 4, dtype=torch.int64)),
+        TypeError,
+        [
+            "key must be floating point, got dtype torch.int64; convert it first",
+            "key.float()",
+        ],
+    ),
+    "mixed dtypes": (
+        lambda: sdpa(value=torch.ones(2, 5, 6, dtype=torch.float64)),
+        TypeError,
+        [
+            "query torch.float32, key torch.float32, value torch.float64",
+            "key = key.to(query.dtype)",
+        ],
+    ),
+    "1-D query": (
+        lambda: sdpa(query=torch.ones(4)),
+        ValueError,
+        ["at least 2 dimensions", "got shape (4,)", "query.unsqueeze(0)", "(1, 4)"],
+    ),
+    "query and key widths differ": (
+        lambda: sdpa(key=torch.ones(2, 5, 3)),
+        ValueError,
+        [
+            "query (2, 3, 4) with d_k=4 and key (2, 5, 3) with d_k=3",
+            "project both to the same width",
+        ],
+    ),
+    "key and value lengths differ": (
+        lambda: sdpa(value=torch.ones(2, 6, 6)),
+        ValueError,
+        [
+            "key (2, 5, 4) with T_k=5 and value (2, 6, 6) with T_k=6",
+            "same tokens as keys and values",
+        ],
+    ),
+    "batch dimensions do not broadcast": (
+        lambda: sdpa(key=torch.ones(3, 5, 4), value=torch.ones(3, 5, 6)),
+        ValueError,
+        ["got query (2,), key (3,) and value (3,)", "equal, or 1 where"],
+    ),
+    "mask not a tensor (same mistake)": (
+        lambda: sdpa(attn_mask=[[True] * 5] * 3),
+        TypeError,
+        ["attn_mask must be a torch.Tensor, got list", "dtype=torch.bool"],
+    ),
+    "integer mask (same mistake)": (
+        lambda: sdpa(attn_mask=torch.ones(3, 5, dtype=torch.int64)),
+        TypeError,
+        [
+            "attn_mask must be bool (True = may attend",
+            "got dtype torch.int64; if 1 marks the positions that may be attended "
+            "to, use attn_mask.bool()",
+        ],
+    ),
+    "mask of the wrong size": (
+        lambda: sdpa(attn_mask=torch.ones(3, 4, dtype=torch.bool)),
+        ValueError,
+        [
+            "attn_mask of shape (3, 4) does not broadcast to the scores shape "
+            "(2, 3, 5)",
+            "give it the shape (T_q, T_k), (B, T_q, T_k) or (B, H, T_q, T_k)",
+        ],
+    ),
+    "mask larger than the scores": (
+        lambda: sdpa(attn_mask=torch.ones(4, 2, 3, 5, dtype=torch.bool)),
+        ValueError,
+        [
+            "attn_mask of shape (4, 2, 3, 5) does not broadcast to the scores shape "
+            "(2, 3, 5)",
+            "give it the shape",
+        ],
+    ),
+    "(B, T_k) padding mask against 4-D scores": (
+        lambda: scaled_dot_product_attention(
+            *qkv((2, 4, 3, 8), (2, 4, 5, 8), (2, 4, 5, 8)),
+            attn_mask=torch.ones(2, 5, dtype=torch.bool),
+        ),
+        ValueError,
+        [
+            "attn_mask of shape (2, 5) does not broadcast to the scores shape "
+            "(2, 4, 3, 5)",
+            "attn_course.key_padding_to_attn_mask(attn_mask)",
+        ],
+    ),
+    "(B, T_k) padding mask against 3-D scores": (
+        lambda: sdpa(attn_mask=torch.ones(2, 5, dtype=torch.bool)),
+        ValueError,
+        ["attn_mask of shape (2, 5)", "(B, 1, T_k) with attn_mask[:, None, :]"],
+    ),
+    "mask and is_causal together": (
+        lambda: sdpa(attn_mask=torch.ones(3, 5, dtype=torch.bool), is_causal=True),
+        ValueError,
+        ["both attn_mask and is_causal=True", "mask & causal_mask(T_q, T_k)"],
+    ),
+    "dropout_p = 1": (
+        lambda: sdpa(dropout_p=1.0),
+        ValueError,
+        ["dropout_p must be in [0, 1), got dropout_p=1.0", "use e.g. 0.1"],
+    ),
+    "negative dropout_p": (
+        lambda: sdpa(dropout_p=-0.1),
+        ValueError,
+        ["got dropout_p=-0.1", "0.0 for no dropout"],
+    ),
+    "dropout_p not a number (same mistake)": (
+        lambda: sdpa(dropout_p="0.1"),
+        TypeError,
+        [
+            "dropout_p must be a number, got str '0.1'; it is the probability of "
+            "dropping an attention weight",
+            "use e.g. 0.1",
+        ],
+    ),
+    "dropout_p a bool": (
+        lambda: sdpa(dropout_p=True),
+        TypeError,
+        ["dropout_p must be a number, got bool True"],
+    ),
+    "zero scale": (
+        lambda: sdpa(scale=0.0),
+        ValueError,
+        ["positive finite number, got scale=0.0", "scale=None for 1/sqrt(d_k) = 0.5"],
+    ),
+    "negative scale": (
+        lambda: sdpa(scale=-2),
+        ValueError,
+        ["got scale=-2", "scale=1.0 for plain dot products"],
+    ),
+    "infinite scale": (
+        lambda: sdpa(scale=float("inf")),
+        ValueError,
+        ["got scale=inf", "scale=None"],
+    ),
+    "scale not a number": (
+        lambda: sdpa(scale=torch.tensor([0.5, 0.5])),
+        TypeError,
+        ["scale must be a number, got torch.Tensor", "scale=None"],
+    ),
+}
+
+
+@pytest.mark.parametrize("call, error, fragments", ERRORS.values(), ids=list(ERRORS))
+def test_error_names_the_values_and_the_fix(call, error, fragments):
+    with pytest.raises(error) as info:
+        call()
+    message = str(info.value)
+    for fragment in fragments:
+        if isinstance(fragment, re.Pattern):
+            assert fragment.search(message), (fragment.pattern, message)
+        else:
+            assert fragment in message, (fragment, message)

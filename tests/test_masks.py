@@ -1,5 +1,7 @@
 """Masks in ``attn_course.masks``: shapes, dtypes and the True = may attend rule."""
 
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -123,3 +125,147 @@ def test_true_means_may_attend_and_the_inverted_mask_differs():
     torch.testing.assert_close(output, value[:1], atol=0, rtol=0)
     inverted = scaled_dot_product_attention(query, key, value, attn_mask=~only_key_0)
     assert not torch.allclose(inverted, output)
+
+
+def test_sizes_may_be_integer_tensors():
+    """A size read off a tensor, e.g. lengths.max(), is an int like any other."""
+    assert torch.equal(causal_mask(torch.tensor(3)), causal_mask(3))
+    assert torch.equal(padding_mask([1], max_len=torch.tensor(2)), padding_mask([1], 2))
+
+
+# --------------------------------------------------------------------------------------
+# Errors: each names what it received and how to fix it
+# --------------------------------------------------------------------------------------
+
+# name: (call, exception type, fragments the message must contain). A fragment is a
+# literal string, or a compiled pattern that must match somewhere in the message.
+# Rows marked "same mistake" use the words that tests/test_functional.py and
+# tests/test_modules.py expect for the same mistake there.
+ERRORS = {
+    "causal_mask of size 0 (same mistake)": (
+        lambda: causal_mask(0),
+        ValueError,
+        ["T_q must be at least 1, got T_q=0", "sequence length"],
+    ),
+    "causal_mask with negative T_k": (
+        lambda: causal_mask(3, -1),
+        ValueError,
+        ["T_k must be at least 1, got T_k=-1", "sequence length"],
+    ),
+    "causal_mask of float size (same mistake)": (
+        lambda: causal_mask(2.5),
+        TypeError,
+        ["T_q must be an int, got float 2.5", "e.g. T_q=2"],
+    ),
+    "causal_mask of bool size": (
+        lambda: causal_mask(3, True),
+        TypeError,
+        ["T_k must be an int, got bool True"],
+    ),
+    "padding_mask with a negative length": (
+        lambda: padding_mask([3, -1]),
+        ValueError,
+        ["lengths must be >= 0, got [3, -1]", "real tokens"],
+    ),
+    "padding_mask with a length above max_len": (
+        lambda: padding_mask([3, 5], max_len=4),
+        ValueError,
+        ["max_len=4: lengths=[3, 5]", "max_len >= 5"],
+    ),
+    "padding_mask with max_len 0": (
+        lambda: padding_mask([0], max_len=0),
+        ValueError,
+        ["max_len must be at least 1, got max_len=0", "sequence length"],
+    ),
+    "padding_mask with a float max_len (same mistake)": (
+        lambda: padding_mask([3, 1], max_len=4.0),
+        TypeError,
+        ["max_len must be an int, got float 4.0", "e.g. max_len=2"],
+    ),
+    "padding_mask with all lengths 0": (
+        lambda: padding_mask([0, 0]),
+        ValueError,
+        ["every length is 0 (lengths=[0, 0])", "pass max_len >= 1"],
+    ),
+    "padding_mask with no lengths": (
+        lambda: padding_mask([]),
+        ValueError,
+        ["got shape (0,)", "padding_mask([3, 1])"],
+    ),
+    "padding_mask with 2-D lengths": (
+        lambda: padding_mask(torch.ones(2, 2, dtype=torch.int64)),
+        ValueError,
+        ["got shape (2, 2)", "padding_mask([3, 1])"],
+    ),
+    "padding_mask with float lengths": (
+        lambda: padding_mask([2.0, 1.5]),
+        TypeError,
+        ["got dtype torch.float32", "lengths.long()"],
+    ),
+    "padding_mask with ragged lengths": (
+        lambda: padding_mask([[3], [1, 2]]),
+        TypeError,
+        ["got [[3], [1, 2]]", "padding_mask([3, 1])"],
+    ),
+    "padding_mask with an int": (
+        lambda: padding_mask(3),
+        TypeError,
+        ["got int", "padding_mask([3, 1])"],
+    ),
+    "key_padding_to_attn_mask with a 3-D mask (same mistake)": (
+        lambda: key_padding_to_attn_mask(torch.ones(2, 3, 4, dtype=torch.bool)),
+        ValueError,
+        [
+            "mask must be a (B, T_k) padding mask, got shape (2, 3, 4)",
+            "padding_mask(lengths)",
+        ],
+    ),
+    "key_padding_to_attn_mask with a float mask (same mistake)": (
+        lambda: key_padding_to_attn_mask(torch.ones(2, 3)),
+        TypeError,
+        [
+            re.compile(r"^mask must be bool \(True = real token\), got dtype "),
+            "got dtype torch.float32; if 1 marks the positions that may be attended "
+            "to, use mask.bool()",
+        ],
+    ),
+    "key_padding_to_attn_mask with a list (same mistake)": (
+        lambda: key_padding_to_attn_mask([[True, False]]),
+        TypeError,
+        [
+            "mask must be a torch.Tensor, got list; build it with "
+            "attn_course.padding_mask(lengths)"
+        ],
+    ),
+    "to_additive_mask with a list (same mistake)": (
+        lambda: to_additive_mask([True, False]),
+        TypeError,
+        ["mask must be a torch.Tensor, got list", "causal_mask(T)"],
+    ),
+    "to_additive_mask with an integer mask (same mistake)": (
+        lambda: to_additive_mask(torch.ones(2, 2, dtype=torch.int64)),
+        TypeError,
+        [
+            "mask must be bool (True = may attend)",
+            "got dtype torch.int64; if 1 marks the positions that may be attended "
+            "to, use mask.bool()",
+        ],
+    ),
+    "to_additive_mask with an integer dtype": (
+        lambda: to_additive_mask(causal_mask(2), dtype=torch.int64),
+        TypeError,
+        ["got torch.int64", "torch.float32"],
+    ),
+}
+
+
+@pytest.mark.parametrize("call, error, fragments", ERRORS.values(), ids=list(ERRORS))
+def test_error_names_the_values_and_the_fix(call, error, fragments):
+    with pytest.raises(error) as info:
+        call()
+    message = str(info.value)
+    for fragment in fragments:
+        if isinstance(fragment, re.Pattern):
+            assert fragment.search(message), (fragment.pattern, message)
+        else:
+            assert fragment in message, (fragment, message)

@@ -1,14 +1,24 @@
-"""``attn_course.modules`` against the seeds' algorithm, and its behaviour.
+"""``attn_course.modules``: parity with the seeds, behaviour, dropout, agreement with
+PyTorch's own attention, shape tracing, and the errors.
 
 The seeds (the LLMs-from-scratch chapter-3 classes) are rewritten below as compact
 reference classes: the same parameters created in the same order, a stored upper
 triangular mask filled with -inf *before* the scores are divided by
 sqrt(keys.shape[-1]), and ``nn.Dropout`` applied to the weights. After the same
 ``torch.manual_seed`` the package modules must give the same outputs.
+
+``torch.nn.MultiheadAttention`` packs the three projections into ``in_proj_weight``
+(rows: queries, keys, values) and uses the opposite bool-mask convention: ``True`` =
+*blocked*, so our masks (``True`` = may attend) are passed inverted, ``~mask``.
 """
+
+import random
+import re
+from functools import partial
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from attn_course import (
@@ -19,6 +29,8 @@ from attn_course import (
     SelfAttentionV1,
     SelfAttentionV2,
     ShapeTracer,
+    causal_mask,
+    padding_mask,
     your_journey,
 )
 
@@ -31,7 +43,8 @@ SEED_TOL = {"atol": 1e-6, "rtol": 1e-6}
 
 @pytest.fixture(autouse=True)
 def _keep_global_rng():
-    """Tests call torch.manual_seed like the seeds do; restore the RNG afterwards."""
+    """Tests call torch.manual_seed like the seeds do, and building modules or
+    dropout draws from the global RNG; restore it afterwards."""
     with torch.random.fork_rng():
         yield
 
@@ -373,6 +386,267 @@ def test_mha_attributes():
 
 
 # --------------------------------------------------------------------------------------
+# Dropout on the attention weights: off in eval mode; in training mode each kept
+# weight is scaled by 1 / (1 - p), so the expected weights are unchanged
+# --------------------------------------------------------------------------------------
+
+
+class SelfAttending:
+    """Call a module on x alone, or on (x, x) for cross-attention."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def __call__(self, x, **kwargs):
+        if isinstance(self.module, CrossAttention):
+            return self.module(x, x, **kwargs)
+        return self.module(x, **kwargs)
+
+
+def build(name, dropout):
+    """A module with dropout, weights fixed by the seed whatever the dropout."""
+    torch.manual_seed(0)
+    if name == "CausalAttention":
+        return CausalAttention(3, 4, 6, dropout)
+    if name == "MultiHeadAttentionWrapper":
+        return MultiHeadAttentionWrapper(3, 2, 6, dropout, 2)
+    if name == "MultiHeadAttention":
+        return MultiHeadAttention(3, 4, 6, dropout, 2)
+    return CrossAttention(3, 4, 2, dropout)
+
+
+NAMES = [
+    "CausalAttention",
+    "MultiHeadAttentionWrapper",
+    "MultiHeadAttention",
+    "CrossAttention",
+]
+
+
+def dropout_inputs():
+    return torch.rand(2, 6, 3, generator=torch.Generator().manual_seed(1))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_eval_mode_is_deterministic_and_equals_no_dropout(name):
+    x = dropout_inputs()
+    reference = SelfAttending(build(name, 0.0))(x, return_weights=True)
+    module = build(name, 0.5).eval()
+    torch.manual_seed(1)
+    first = SelfAttending(module)(x, return_weights=True)
+    torch.manual_seed(2)
+    again = SelfAttending(module)(x, return_weights=True)
+    for ours, expected, repeated in zip(first, reference, again, strict=True):
+        assert torch.equal(ours, expected)
+        assert torch.equal(ours, repeated)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_training_mode_drops_weights_and_rescales_the_kept_ones(name):
+    x, p = dropout_inputs(), 0.4
+    _, weights = SelfAttending(build(name, 0.0))(x, return_weights=True)
+    module = build(name, p)
+    assert module.training  # a new module is in training mode
+    torch.manual_seed(3)
+    _, dropped = SelfAttending(module)(x, return_weights=True)
+    kept = dropped != 0
+    assert kept.any() and (~kept & (weights > 0)).any()  # some kept, some dropped
+    torch.testing.assert_close(dropped[kept], weights[kept] / (1 - p))
+    # Dropout never creates weight where there was none (e.g. future tokens).
+    assert (dropped[weights == 0] == 0).all()
+    # The same seed gives the same dropout mask.
+    torch.manual_seed(3)
+    assert torch.equal(SelfAttending(module)(x, return_weights=True)[1], dropped)
+
+
+@pytest.mark.parametrize("name", ["CausalAttention", "MultiHeadAttention"])
+def test_dropout_keeps_the_weights_right_on_average(name):
+    p, n_copies = 0.2, 10_000
+    x = dropout_inputs()[:1]  # (1, T=6, d_in=3)
+    _, weights = build(name, 0.0)(x, return_weights=True)
+    module = build(name, p)
+    torch.manual_seed(4)
+    # One batch of n_copies copies: every copy gets its own dropout mask.
+    _, dropped = module(x.expand(n_copies, 6, 3), return_weights=True)
+    # Each dropped weight is w / (1 - p) with probability 1 - p, else 0: its mean is
+    # w, its standard deviation w * sqrt(p / (1 - p)) = 0.5 w. The mean over 10,000
+    # copies then has standard deviation 0.005 w <= 0.005, so atol=0.03 is 6 standard
+    # deviations; with the seed fixed the outcome is the same on every run.
+    torch.testing.assert_close(dropped.mean(dim=0), weights[0], atol=0.03, rtol=0)
+    # The fraction of dropped weights among the positive ones: over >= 210,000
+    # weights its standard deviation is sqrt(p (1 - p) / 210,000) < 0.001.
+    positive = (weights > 0).expand_as(dropped)
+    fraction_dropped = (dropped[positive] == 0).float().mean().item()
+    assert abs(fraction_dropped - p) < 0.01
+
+
+# --------------------------------------------------------------------------------------
+# Against PyTorch's nn.MultiheadAttention and fused attention
+# --------------------------------------------------------------------------------------
+
+N_TORCH_CONFIGS = 20
+# float32, values of order 1, sums over at most 16 terms in a different order than
+# PyTorch's kernels: differences are a few float32 ulps, far below 1e-5.
+TOL = {"atol": 1e-5, "rtol": 1e-5}
+
+
+def random_torch_config(seed):
+    """Sizes, head count, bias, batch size, causality and padding for one case."""
+    rng = random.Random(seed)
+    num_heads = rng.randint(1, 4)
+    config = {
+        "num_heads": num_heads,
+        "d_out": num_heads * rng.randint(1, 4),
+        "T": rng.randint(1, 7),
+        "B": rng.randint(1, 3),
+        "qkv_bias": rng.random() < 0.5,
+        "causal": rng.random() < 0.5,
+        "padded": rng.random() < 0.5,
+    }
+    # At least one real token per sequence, and key 0 is always real, so no query
+    # is left with no key at all (PyTorch's module returns NaN for such a query).
+    config["lengths"] = [rng.randint(1, config["T"]) for _ in range(config["B"])]
+    return config
+
+
+def torch_mha_like(ours, kdim=None):
+    """An nn.MultiheadAttention holding the same weights as ``ours``."""
+    embed_dim = ours.d_out
+    torch_mha = nn.MultiheadAttention(
+        embed_dim, ours.num_heads, bias=True, batch_first=True, kdim=kdim, vdim=kdim
+    )
+    projections = (ours.W_query, ours.W_key, ours.W_value)
+    with torch.no_grad():
+        if torch_mha._qkv_same_embed_dim:
+            weight = torch.cat([lin.weight for lin in projections])  # (3 D, D)
+            torch_mha.in_proj_weight.copy_(weight)
+        else:  # keys and values of another width: three separate matrices
+            torch_mha.q_proj_weight.copy_(ours.W_query.weight)
+            torch_mha.k_proj_weight.copy_(ours.W_key.weight)
+            torch_mha.v_proj_weight.copy_(ours.W_value.weight)
+        if ours.W_query.bias is None:
+            torch_mha.in_proj_bias.zero_()
+        else:
+            torch_mha.in_proj_bias.copy_(torch.cat([lin.bias for lin in projections]))
+        torch_mha.out_proj.weight.copy_(ours.out_proj.weight)
+        torch_mha.out_proj.bias.copy_(ours.out_proj.bias)
+    return torch_mha
+
+
+def test_random_torch_configs_cover_the_interesting_cases():
+    configs = [random_torch_config(seed) for seed in range(N_TORCH_CONFIGS)]
+    assert {c["num_heads"] for c in configs} == {1, 2, 3, 4}
+    assert {c["B"] for c in configs} == {1, 2, 3}
+    for key in ("qkv_bias", "causal", "padded"):
+        assert {c[key] for c in configs} == {False, True}, key
+    assert any(c["padded"] and min(c["lengths"]) < c["T"] for c in configs)
+    assert any(c["causal"] and c["padded"] for c in configs)
+
+
+@pytest.mark.parametrize("seed", range(N_TORCH_CONFIGS))
+def test_mha_matches_torch_multihead_attention(seed):
+    c = random_torch_config(seed)
+    torch.manual_seed(seed)
+    D, H = c["d_out"], c["num_heads"]  # nn.MultiheadAttention needs d_in == d_out
+    ours = MultiHeadAttention(D, D, 8, 0.0, H, c["qkv_bias"], causal=c["causal"])
+    torch_mha = torch_mha_like(ours)
+    x = torch.randn(c["B"], c["T"], c["d_out"])
+    kpm = padding_mask(c["lengths"], max_len=c["T"]) if c["padded"] else None
+
+    out, weights = ours(x, key_padding_mask=kpm, return_weights=True)
+    # PyTorch's convention: True = blocked, so both masks are inverted.
+    torch_kwargs = {
+        "attn_mask": ~causal_mask(c["T"]) if c["causal"] else None,
+        "key_padding_mask": None if kpm is None else ~kpm,
+    }
+    expected, expected_weights = torch_mha(
+        x, x, x, need_weights=True, average_attn_weights=False, **torch_kwargs
+    )
+    torch.testing.assert_close(out, expected, **TOL)
+    torch.testing.assert_close(weights, expected_weights, **TOL)  # (B, H, T, T)
+    _, averaged = torch_mha(x, x, x, average_attn_weights=True, **torch_kwargs)
+    torch.testing.assert_close(weights.mean(dim=1), averaged, **TOL)  # (B, T, T)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_causal_mha_matches_torch_fused_scaled_dot_product_attention(seed):
+    c = random_torch_config(seed)
+    torch.manual_seed(seed)
+    d_in, H = c["d_out"] + 1, c["num_heads"]
+    ours = MultiHeadAttention(d_in, c["d_out"], 8, 0.0, H, c["qkv_bias"])
+    x = torch.randn(c["B"], c["T"], d_in)
+    B, T, D, d = c["B"], c["T"], c["d_out"], ours.head_dim
+
+    def heads(t):
+        return t.view(B, T, H, d).transpose(1, 2)  # (B, T, D) -> (B, H, T, d)
+
+    q, k, v = (heads(lin(x)) for lin in (ours.W_query, ours.W_key, ours.W_value))
+    context = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, H, T, d)
+    context = context.transpose(1, 2).reshape(B, T, D)  # (B, H, T, d) -> (B, T, D)
+    torch.testing.assert_close(ours(x), ours.out_proj(context), **TOL)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_cross_attention_matches_torch_multihead_attention(seed):
+    rng = random.Random(1000 + seed)
+    H = rng.randint(1, 3)
+    D = H * rng.randint(1, 3)
+    # Half the cases: memory of another width (kdim/vdim), else the same width.
+    d_memory = D if seed % 2 == 0 else D + rng.randint(1, 3)
+    B, T_q = rng.randint(1, 3), rng.randint(1, 4)
+    T_k = T_q + rng.randint(1, 3)  # T_q != T_k
+    lengths = [rng.randint(1, T_k) for _ in range(B)]
+    lengths[0] = T_k - 1  # at least one sequence with padding
+    torch.manual_seed(seed)
+    ours = CrossAttention(D, D, H, qkv_bias=seed % 4 < 2, d_memory=d_memory)
+    torch_mha = torch_mha_like(ours, kdim=None if d_memory == D else d_memory)
+    x = torch.randn(B, T_q, D)
+    memory = torch.randn(B, T_k, d_memory)
+    kpm = padding_mask(lengths, max_len=T_k)  # True = real token
+
+    out, weights = ours(x, memory, key_padding_mask=kpm, return_weights=True)
+    expected, expected_weights = torch_mha(
+        x, memory, memory, key_padding_mask=~kpm, average_attn_weights=False
+    )
+    assert out.shape == (B, T_q, D) and weights.shape == (B, H, T_q, T_k)
+    torch.testing.assert_close(out, expected, **TOL)
+    torch.testing.assert_close(weights, expected_weights, **TOL)
+    # Without a mask, too.
+    expected = torch_mha(x, memory, memory, need_weights=False)[0]
+    torch.testing.assert_close(ours(x, memory), expected, **TOL)
+
+
+def test_cross_attention_query_with_only_padding_keys_gets_zeros():
+    torch.manual_seed(0)
+    ours = CrossAttention(4, 4, 2)
+    x, memory = torch.randn(2, 3, 4), torch.randn(2, 5, 4)
+    kpm = padding_mask([5, 0], max_len=5)  # second memory: padding only
+    out, weights = ours(x, memory, key_padding_mask=kpm, return_weights=True)
+    assert not out.isnan().any()
+    assert (weights[1] == 0).all()
+    # The context vectors are 0, so out_proj leaves only its bias.
+    torch.testing.assert_close(out[1], ours.out_proj.bias.expand(3, 4))
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_mha_padding_changes_nothing_for_the_real_tokens(causal):
+    """Each padded sequence gives, at its real tokens, what it gives unpadded."""
+    torch.manual_seed(0)
+    ours = MultiHeadAttention(3, 4, 6, 0.0, 2, qkv_bias=True, causal=causal)
+    lengths = [6, 2, 4]
+    x = torch.randn(3, 6, 3) * 5  # the padding positions hold large garbage
+    kpm = padding_mask(lengths)
+    out, weights = ours(x, key_padding_mask=kpm, return_weights=True)
+    for b, n in enumerate(lengths):
+        alone, alone_weights = ours(x[b : b + 1, :n], return_weights=True)
+        torch.testing.assert_close(out[b : b + 1, :n], alone, atol=1e-6, rtol=1e-6)
+        torch.testing.assert_close(
+            weights[b : b + 1, :, :n, :n], alone_weights, atol=1e-6, rtol=1e-6
+        )
+        assert (weights[b, :, :, n:] == 0).all()  # no weight on padding keys
+
+
+# --------------------------------------------------------------------------------------
 # ShapeTracer
 # --------------------------------------------------------------------------------------
 
@@ -439,13 +713,282 @@ def test_shape_tracer_records_every_step_of_mha():
 
 def test_shape_tracer_on_cross_attention_uses_t_q_and_t_k():
     torch.manual_seed(0)
-    xattn = CrossAttention(3, 4, 2, d_context=5)
+    xattn = CrossAttention(3, 4, 2, d_memory=5)
     tracer = ShapeTracer()
     xattn(torch.randn(2, 3, 3), torch.randn(2, 7, 5), trace=tracer)
-    assert tracer.steps[:2] == [("x", (2, 3, 3)), ("context (input)", (2, 7, 5))]
+    assert tracer.steps[:2] == [("x", (2, 3, 3)), ("memory", (2, 7, 5))]
     assert [name for name, _ in tracer.steps[2:]] == [n for n, _ in MHA_STEPS[1:]]
     notes = dict(zip([name for name, _ in tracer.steps], tracer.notes, strict=True))
     assert notes["keys.transpose"] == "(B, H, T_k, d)"
     assert notes["weights"] == "(B, H, T_q, T_k)"
     assert dict(tracer.steps)["weights"] == (2, 2, 3, 7)
     assert dict(tracer.steps)["out_proj"] == (2, 3, 4)
+
+
+# --------------------------------------------------------------------------------------
+# Errors: each names what it received and how to fix it
+# --------------------------------------------------------------------------------------
+
+CONSTRUCTORS = {
+    "SelfAttentionV1": (SelfAttentionV1, {"d_in": 3, "d_out": 2}),
+    "SelfAttentionV2": (SelfAttentionV2, {"d_in": 3, "d_out": 2}),
+    "CausalAttention": (
+        CausalAttention,
+        {"d_in": 3, "d_out": 2, "context_length": 6, "dropout": 0.0},
+    ),
+    "MultiHeadAttentionWrapper": (
+        MultiHeadAttentionWrapper,
+        {"d_in": 3, "d_out": 2, "context_length": 6, "dropout": 0.0, "num_heads": 2},
+    ),
+    "MultiHeadAttention": (
+        MultiHeadAttention,
+        {"d_in": 3, "d_out": 2, "context_length": 6, "dropout": 0.0, "num_heads": 2},
+    ),
+    "CrossAttention": (
+        CrossAttention,
+        {"d_in": 3, "d_out": 2, "num_heads": 2, "d_memory": 4},
+    ),
+}
+
+
+def built(name):
+    torch.manual_seed(0)
+    cls, kwargs = CONSTRUCTORS[name]
+    return cls(**kwargs)
+
+
+def call(name, x, **kwargs):
+    """Build the module ``name`` and call it on x (and on a memory, for cross)."""
+    module = built(name)
+    if isinstance(module, CrossAttention):
+        return module(x, kwargs.pop("memory", torch.zeros(2, 5, 4)), **kwargs)
+    return module(x, **kwargs)
+
+
+def construct(name, **changes):
+    cls, kwargs = CONSTRUCTORS[name]
+    return partial(cls, **{**kwargs, **changes})
+
+
+def _constructor_errors():
+    """A size that is 0, negative or not an int, and a bad dropout, for every
+    argument of every module: the message shows the whole call."""
+    rows = {}
+    for name, (_, kwargs) in CONSTRUCTORS.items():
+        for arg in kwargs:
+            if arg == "dropout":
+                for bad in (-0.1, 1.0, 1.5):
+                    rows[f"{name} dropout={bad!r}"] = (
+                        construct(name, dropout=bad),
+                        ValueError,
+                        [f"dropout must be in [0, 1), got dropout={bad!r}", "e.g. 0.1"],
+                    )
+                for bad, kind in ((True, "bool"), ("0.1", "str")):
+                    rows[f"{name} dropout={bad!r}"] = (
+                        construct(name, dropout=bad),
+                        TypeError,
+                        [
+                            f"dropout must be a number, got {kind} {bad!r}",
+                            f"called as {name}(",
+                        ],
+                    )
+                continue
+            for bad in (0, -1):
+                rows[f"{name} {arg}={bad}"] = (
+                    construct(name, **{arg: bad}),
+                    ValueError,
+                    [
+                        f"{arg} must be at least 1, got {arg}={bad}",
+                        f"(called as {name}(",
+                        "check the values and their order",
+                    ],
+                )
+            rows[f"{name} {arg}=2.0 (same mistake)"] = (
+                construct(name, **{arg: 2.0}),
+                TypeError,
+                [
+                    f"{arg} must be an int, got float 2.0; e.g. {arg}=2",
+                    f"(called as {name}(",
+                ],
+            )
+    return rows
+
+
+def _input_errors():
+    """Inputs of the wrong kind, rank or width, for every module."""
+    rows = {}
+    for name in CONSTRUCTORS:
+        rows[f"{name}: x of width 4"] = (
+            partial(call, name, torch.zeros(2, 5, 4)),
+            ValueError,
+            ["x has width 4 but the module was built with d_in=3"],
+        )
+        rows[f"{name}: 4-D x"] = (
+            partial(call, name, torch.zeros(1, 2, 5, 3)),
+            ValueError,
+            [
+                re.compile(r"^expected x of shape \(B, T, d_in\)"),
+                "got (1, 2, 5, 3); merge the extra dimensions into the batch, e.g. ",
+                re.compile(r"x\.reshape\(-1, 5, 3\)$"),
+            ],
+        )
+        rows[f"{name}: integer x (same mistake)"] = (
+            partial(call, name, torch.zeros(2, 5, 3, dtype=torch.long)),
+            TypeError,
+            ["x must be floating point, got dtype torch.int64; convert it first"],
+        )
+        rows[f"{name}: x a list (same mistake)"] = (
+            partial(call, name, [[1.0, 2.0, 3.0]]),
+            TypeError,
+            ["x must be a torch.Tensor, got list; convert it first"],
+        )
+    for name in ("MultiHeadAttention", "CrossAttention"):
+        rows[f"{name}: 2-D x"] = (
+            partial(call, name, torch.zeros(5, 3)),
+            ValueError,
+            ["got (5, 3); for one sequence use x.unsqueeze(0)"],
+        )
+    for name in ("CausalAttention", "MultiHeadAttentionWrapper", "MultiHeadAttention"):
+        rows[f"{name}: x longer than context_length"] = (
+            partial(call, name, torch.zeros(2, 9, 3)),
+            ValueError,
+            [
+                "input has T=9 tokens but context_length=6; build the module with "
+                "context_length >= 9 or feed at most 6 tokens"
+            ],
+        )
+    return rows
+
+
+def bidirectional_mha():
+    torch.manual_seed(0)
+    return MultiHeadAttention(3, 4, 6, 0.0, 2, causal=False)
+
+
+ERRORS = {
+    **_constructor_errors(),
+    **_input_errors(),
+    **{
+        f"{cls.__name__}: d_out=8 with num_heads=3": (
+            partial(cls, **kwargs),
+            ValueError,
+            [
+                "d_out=8 is not divisible by num_heads=3; choose num_heads in "
+                "{1, 2, 4, 8}"
+            ],
+        )
+        for cls, kwargs in (
+            (
+                MultiHeadAttention,
+                {"d_in": 3, "d_out": 8, "context_length": 6, "dropout": 0.0},
+            ),
+            (CrossAttention, {"d_in": 3, "d_out": 8}),
+        )
+        for kwargs in [{**kwargs, "num_heads": 3}]
+    },
+    # num_heads=12 was meant for another argument: the message says so, with both.
+    "swapped num_heads names both values": (
+        lambda: MultiHeadAttention(3, 8, 6, 0.1, 12),
+        ValueError,
+        [
+            "d_out=8 is not divisible by num_heads=12",
+            "MultiHeadAttention(d_in=3, d_out=8, context_length=6, dropout=0.1, ",
+            "swapped",
+        ],
+    ),
+    "num_heads swapped with dropout names both values": (
+        lambda: MultiHeadAttention(3, 8, 6, 2, 0.1),
+        TypeError,
+        ["num_heads must be an int, got float 0.1", "dropout=2, num_heads=0.1"],
+    ),
+    "bidirectional MultiHeadAttention also bounds the length": (
+        lambda: bidirectional_mha()(torch.zeros(1, 7, 3)),
+        ValueError,
+        ["input has T=7 tokens"],
+    ),
+    "key_padding_mask of the wrong shape (same mistake)": (
+        partial(
+            call,
+            "MultiHeadAttention",
+            torch.zeros(2, 5, 3),
+            key_padding_mask=padding_mask([5, 3])[:, None, None, :],
+        ),
+        ValueError,
+        [
+            "key_padding_mask must be a (B, T) padding mask of shape (2, 5), got "
+            "shape (2, 1, 1, 5)",
+            "padding_mask(lengths, max_len=5)",
+        ],
+    ),
+    "key_padding_mask of the wrong dtype (same mistake)": (
+        partial(
+            call,
+            "MultiHeadAttention",
+            torch.zeros(2, 5, 3),
+            key_padding_mask=padding_mask([5, 3]).long(),
+        ),
+        TypeError,
+        [
+            "key_padding_mask must be bool (True = real token), got dtype torch.int64",
+            "if 1 marks the positions that may be attended to, use "
+            "key_padding_mask.bool()",
+        ],
+    ),
+    "key_padding_mask a list (same mistake)": (
+        partial(
+            call,
+            "MultiHeadAttention",
+            torch.zeros(2, 5, 3),
+            key_padding_mask=[[True] * 5] * 2,
+        ),
+        TypeError,
+        [
+            "key_padding_mask must be a torch.Tensor, got list; build it with "
+            "attn_course.padding_mask(lengths)"
+        ],
+    ),
+    "CrossAttention: key_padding_mask follows the memory": (
+        partial(
+            call,
+            "CrossAttention",
+            torch.zeros(2, 3, 3),
+            key_padding_mask=padding_mask([3, 3]),
+        ),
+        ValueError,
+        [
+            "key_padding_mask must be a (B, T_k) padding mask of shape (2, 5), got "
+            "shape (2, 3)"
+        ],
+    ),
+    "CrossAttention: memory of the wrong width": (
+        partial(
+            call, "CrossAttention", torch.zeros(2, 3, 3), memory=torch.zeros(2, 5, 5)
+        ),
+        ValueError,
+        ["memory has width 5 but the module was built with d_memory=4"],
+    ),
+    "CrossAttention: memory of another batch size": (
+        partial(
+            call, "CrossAttention", torch.zeros(2, 3, 3), memory=torch.zeros(1, 5, 4)
+        ),
+        ValueError,
+        ["x and memory must have the same batch size B, got x (2, 3, 3) and "],
+    ),
+    "CrossAttention: memory a list": (
+        partial(call, "CrossAttention", torch.zeros(2, 3, 3), memory=[[0.0] * 4]),
+        TypeError,
+        ["memory must be a torch.Tensor, got list; convert it first"],
+    ),
+}
+
+
+@pytest.mark.parametrize("call, error, fragments", ERRORS.values(), ids=list(ERRORS))
+def test_error_names_the_values_and_the_fix(call, error, fragments):
+    with pytest.raises(error) as info:
+        call()
+    message = str(info.value)
+    for fragment in fragments:
+        if isinstance(fragment, re.Pattern):
+            assert fragment.search(message), (fragment.pattern, message)
+        else:
+            assert fragment in message, (fragment, message)

@@ -10,23 +10,24 @@ damaged copy, so none of them can pass vacuously.
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 
 import nbformat
 import pytest
-from notebooks import (
+
+from tools.notebooks import STUDENT_PROMPT, stored_output_problems, student_copy
+from tools.toc import (
     ROOT,
-    STUDENT_PROMPT,
+    TOC,
     chapter_notebooks,
-    stored_output_problems,
-    student_copy,
+    chapter_pages,
     toc_entries,
     toc_problems,
 )
 
 NOTEBOOKS = chapter_notebooks()
-FIRST_CHAPTER = ROOT / "chapters" / "01_toy_attention.ipynb"
+FIRST_CHAPTER = "01_toy_attention.ipynb"
+# The nbval self-test runs this many code cells from the top of Chapter 1.
+NBVAL_CELLS = 3
 
 
 def test_there_are_notebooks():
@@ -99,58 +100,82 @@ def test_student_copy_rejects_a_solution_that_never_ends(tmp_path):
 # --- the checks above, and nbval, fail on damaged copies --------------------------
 
 
-@pytest.fixture
-def damaged_copy(tmp_path):
-    """A copy of Chapter 1 to damage, and a function that saves the damage."""
-    copy = tmp_path / FIRST_CHAPTER.name
-    shutil.copy(FIRST_CHAPTER, copy)
-    notebook = nbformat.read(copy, as_version=4)
-    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
-    return copy, notebook, code
+def _code_cells(notebook):
+    return [cell for cell in notebook.cells if cell.cell_type == "code"]
 
 
-def test_a_cleared_execution_count_is_caught(damaged_copy):
-    copy, notebook, code = damaged_copy
-    code[2].execution_count = None
+def test_a_cleared_execution_count_is_caught(chapter_copy):
+    copy, notebook = chapter_copy(FIRST_CHAPTER)
+    assert not stored_output_problems(copy)
+    _code_cells(notebook)[2].execution_count = None
     nbformat.write(notebook, copy)
     assert any("execution counts" in p for p in stored_output_problems(copy))
 
 
-def test_a_deleted_output_is_caught(damaged_copy):
-    copy, notebook, code = damaged_copy
-    code[1].outputs = []
+def test_a_deleted_output_is_caught(chapter_copy):
+    copy, notebook = chapter_copy(FIRST_CHAPTER)
+    _code_cells(notebook)[1].outputs = []
     nbformat.write(notebook, copy)
     assert any("no stored output" in p for p in stored_output_problems(copy))
 
 
-def test_a_page_missing_from_the_toc_is_caught(tmp_path):
-    extra = ROOT / "chapters" / "zz_not_in_toc_test_page.md"
-    extra.write_text("# A page the table of contents does not list\n")
-    try:
-        problems = toc_problems()
-    finally:
-        extra.unlink()
-    assert any("zz_not_in_toc_test_page.md" in p for p in problems)
+@pytest.fixture
+def book_tree(tmp_path):
+    """An empty stand-in for the book in a temporary folder: the real ``_toc.yml``
+    and, for each page of ``chapters/``, an empty file of the same name."""
+    shutil.copy(TOC, tmp_path / TOC.name)
+    (tmp_path / "chapters").mkdir()
+    for page in chapter_pages():
+        target = tmp_path / page.relative_to(ROOT)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.touch()
+    return tmp_path
 
 
-def test_a_changed_printed_number_fails_nbval(damaged_copy):
-    copy, notebook, code = damaged_copy
-    cell, output = next(
-        (cell, out)
-        for cell in code
-        if "nbval-ignore-output" not in cell.metadata.get("tags", [])
-        for out in cell.outputs
-        if out.output_type == "stream" and any(ch.isdigit() for ch in out.text)
+def test_a_page_missing_from_the_toc_is_caught(book_tree):
+    assert not toc_problems(book_tree)
+    (book_tree / "chapters" / "zz_not_in_toc.md").write_text("# Not listed\n")
+    problems = toc_problems(book_tree)
+    assert len(problems) == 1 and "zz_not_in_toc.md" in problems[0], problems
+
+
+def test_a_toc_entry_with_no_page_is_caught(book_tree):
+    (book_tree / "chapters" / "intro.md").unlink()
+    problems = toc_problems(book_tree)
+    assert len(problems) == 1 and "'chapters/intro'" in problems[0], problems
+
+
+class _CellOutcomes:
+    """A pytest plugin that records how each cell of an nbval run ended."""
+
+    def __init__(self):
+        self.outcomes: dict[str, str] = {}
+
+    def pytest_runtest_logreport(self, report):
+        if report.when == "call" or report.outcome != "passed":
+            self.outcomes[report.nodeid.rpartition("::")[2]] = report.outcome
+
+
+def test_a_changed_printed_number_fails_nbval(chapter_copy):
+    """nbval over Chapter 1's first code cells: the intact ones pass, the one whose
+    stored output has one digit changed fails."""
+    copy, notebook = chapter_copy(FIRST_CHAPTER)
+    notebook.cells = _code_cells(notebook)[:NBVAL_CELLS]
+    last = notebook.cells[-1]
+    assert "nbval-ignore-output" not in last.metadata.get("tags", [])
+    output = next((out for out in last.outputs if out.output_type == "stream"), None)
+    assert output is not None and any(ch.isdigit() for ch in output.text), (
+        f"code cell {NBVAL_CELLS} of {FIRST_CHAPTER} should print a number for "
+        f"this test to change; it shows {last.outputs}"
     )
     digit = next(ch for ch in output.text if ch.isdigit())
-    changed = str((int(digit) + 1) % 10)
-    output.text = output.text.replace(digit, changed, 1)
+    output.text = output.text.replace(digit, str((int(digit) + 1) % 10), 1)
     nbformat.write(notebook, copy)
-    result = subprocess.run(
+    # nbval runs in this process (its kernel is a process of its own), as
+    # `make nbval` runs it, on the copy alone.
+    cells = _CellOutcomes()
+    exit_code = pytest.main(
         [
-            sys.executable,
-            "-m",
-            "pytest",
             "--nbval",
             "--nbval-current-env",
             "--nbval-sanitize-with",
@@ -162,9 +187,9 @@ def test_a_changed_printed_number_fails_nbval(damaged_copy):
             str(copy.parent),
             str(copy),
         ],
-        cwd=ROOT / "chapters",
-        capture_output=True,
-        text=True,
+        plugins=[cells],
     )
-    assert result.returncode == 1, result.stdout[-2000:]
-    assert "1 failed" in result.stdout, result.stdout[-2000:]
+    expected = {f"Cell {i}": "passed" for i in range(NBVAL_CELLS)}
+    expected[f"Cell {NBVAL_CELLS - 1}"] = "failed"
+    assert cells.outcomes == expected
+    assert exit_code == pytest.ExitCode.TESTS_FAILED

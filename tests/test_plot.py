@@ -1,6 +1,8 @@
 """Tests for attn_course.plot: figures are inspected as objects, never shown."""
 
 import ast
+import re
+import sys
 from pathlib import Path
 
 import matplotlib
@@ -12,7 +14,7 @@ from matplotlib.figure import Figure
 import attn_course
 from attn_course import plot
 from attn_course.data import hello_shiny_sun, your_journey
-from attn_course.explorer import explore
+from attn_course.walkthrough import query_attention
 
 
 def tick_texts(labels):
@@ -96,25 +98,6 @@ def test_heatmap_scores_and_masked_cells():
     assert [t.get_text() for t in ax.texts] == ["2.00", "-inf", "-1.00", "0.50"]
 
 
-def test_heatmap_teaching_errors():
-    tokens, x = your_journey()
-    weights = self_attention_weights(x)
-    with pytest.raises(ValueError, match=r"got shape \(6,\).*weight_bars"):
-        plot.attention_heatmap(weights[0], tokens)
-    with pytest.raises(ValueError, match=r"\(2, 6, 6\).*heatmap_grid"):
-        plot.attention_heatmap(torch.stack([weights, weights]), tokens)
-    with pytest.raises(ValueError, match=r"3 tokens.*shape \(6, 6\).*6 rows"):
-        plot.attention_heatmap(weights, hello_shiny_sun().tokens)
-    with pytest.raises(ValueError, match=r"key_tokens has 2 tokens.*3 columns"):
-        plot.attention_heatmap(torch.ones(2, 3) / 3, ["a", "b"], ["x", "y"])
-    with pytest.raises(TypeError, match=r"split\(\)"):
-        plot.attention_heatmap(weights, "Your journey starts with one step")
-    with pytest.raises(TypeError, match="str"):
-        plot.attention_heatmap("not a matrix")
-    with pytest.raises(ValueError, match="fmt"):
-        plot.attention_heatmap(weights, fmt="{:.2q}")
-
-
 # --- heatmap_grid ------------------------------------------------------------------
 
 
@@ -153,20 +136,6 @@ def test_grid_accepts_a_list_of_matrices_and_ncols():
     assert tick_texts(panels[1].get_xticklabels()) == ["0", "1", "2"]
 
 
-def test_grid_teaching_errors():
-    weights = torch.full((2, 3, 4, 4), 0.25)
-    with pytest.raises(ValueError, match=r"\(2, 3, 4, 4\).*weights\[0\].*3 heads"):
-        plot.heatmap_grid(weights)
-    with pytest.raises(ValueError, match="got 1 titles for 3 matrices"):
-        plot.heatmap_grid(weights[0], titles=["only one"])
-    with pytest.raises(ValueError, match=r"query_tokens has 2 tokens.*weights\[0\]"):
-        plot.heatmap_grid(weights[0], query_tokens=["a", "b"])
-    with pytest.raises(ValueError, match="ncols"):
-        plot.heatmap_grid(weights[0], ncols=0)
-    with pytest.raises(ValueError, match="at least one"):
-        plot.heatmap_grid([])
-
-
 # --- weight_bars -------------------------------------------------------------------
 
 
@@ -186,15 +155,11 @@ def test_weight_bars_heights_labels_and_axis():
     assert ax.get_title() == 'query "journey"'
 
 
-def test_weight_bars_accepts_one_row_and_rejects_matrices():
+def test_weight_bars_accepts_one_row():
     tokens, x = hello_shiny_sun()
     weights = self_attention_weights(x)
     ax = plot.weight_bars(weights[1:2], tokens).axes[0]  # (1, T) is one query
     assert len(ax.containers[0]) == 3
-    with pytest.raises(ValueError, match=r"shape \(3, 3\).*weights\[1\]"):
-        plot.weight_bars(weights, tokens)
-    with pytest.raises(ValueError, match="tokens has 2 tokens"):
-        plot.weight_bars(weights[0], tokens[:2])
 
 
 # --- temperature_panel -------------------------------------------------------------
@@ -215,22 +180,132 @@ def test_temperature_panel_one_panel_per_temperature():
         np.array([bar.get_height() for bar in ax.containers[0]]) for ax in fig.axes
     ]
     for temperature, drawn in zip(temperatures, heights, strict=True):
-        np.testing.assert_allclose(drawn, explore(tokens, x, 1, temperature).weights)
+        np.testing.assert_allclose(
+            drawn, query_attention(tokens, x, 1, temperature).weights
+        )
     assert heights[0].max() > 0.99  # low temperature: nearly one-hot
     assert heights[2].max() - heights[2].min() < 0.01  # high: nearly uniform
 
 
-def test_temperature_panel_default_titles_and_errors():
+def test_temperature_panel_default_titles():
     tokens, x = your_journey()
     fig = plot.temperature_panel(tokens, x, query_index=0)
     titles = [ax.get_title() for ax in fig.axes]
     assert titles == ["temperature 0.25", "temperature 1", "temperature 4"]
-    with pytest.raises(ValueError, match="temperature"):
-        plot.temperature_panel(tokens, x, 0, (1.0, 0.0))
-    with pytest.raises(ValueError, match="non-empty"):
-        plot.temperature_panel(tokens, x, 0, ())
-    with pytest.raises(ValueError, match="out of range"):
-        plot.temperature_panel(tokens, x, 6)
+
+
+# --- line_panels -------------------------------------------------------------------
+
+
+def test_line_panels_one_axes_per_panel_with_titles_labels_and_legends():
+    d_k = [2, 4, 8, 16]
+    fig = plot.line_panels(
+        d_k,
+        {
+            "variance": {"measured": [2.0, 4.1, 7.9, 16.2], "theory": d_k},
+            "max weight": {"unscaled": torch.tensor([0.3, 0.4, 0.6, 0.7])},
+        },
+        xlabel="d_k",
+        ylabels=["var", "weight"],
+        log_x=2,
+        log_y=[True, False],
+        suptitle="scaling",
+    )
+    assert isinstance(fig, Figure)
+    assert [ax.get_title() for ax in fig.axes] == ["variance", "max weight"]
+    assert [ax.get_ylabel() for ax in fig.axes] == ["var", "weight"]
+    assert all(ax.get_xlabel() == "d_k" for ax in fig.axes)
+    assert [ax.get_xscale() for ax in fig.axes] == ["log", "log"]
+    assert [ax.get_yscale() for ax in fig.axes] == ["log", "linear"]
+    lines = fig.axes[0].get_lines()
+    assert [line.get_label() for line in lines] == ["measured", "theory"]
+    np.testing.assert_allclose(lines[0].get_ydata(), [2.0, 4.1, 7.9, 16.2])
+    np.testing.assert_allclose(lines[0].get_xdata(), d_k)
+    assert fig.axes[0].get_legend() is not None
+    assert fig.get_suptitle() == "scaling"
+
+
+def test_a_single_number_is_a_reference_line_with_its_own_dashes():
+    fig = plot.line_panels(
+        range(5),
+        {"loss": {"train": [3, 2, 1.5, 1.2, 1.0], "floor": 0.95, "guess": 2.08}},
+    )
+    train, floor, guess = fig.axes[0].get_lines()
+    assert train.get_linestyle() == "-"
+    assert floor.get_label() == "floor"
+    assert set(floor.get_ydata()) == {0.95}
+    assert (floor.get_linestyle(), guess.get_linestyle()) == ("--", ":")
+
+
+def test_line_panels_wrap_into_rows_and_leave_no_empty_axes():
+    panels = {f"p{i}": {"y": [i, i + 1]} for i in range(4)}
+    fig = plot.line_panels([0, 1], panels, ncols=3)
+    assert len(fig.axes) == 4  # 2 rows of 3 slots, the 2 empty ones removed
+    assert fig.axes[0].get_xscale() == "linear"
+
+
+def test_line_panels_share_one_ylabel_or_take_one_per_panel():
+    panels = {"a": {"y": [1, 2]}, "b": {"y": [2, 1]}}
+    fig = plot.line_panels([0, 1], panels, ylabels="loss", log_y=True)
+    assert [ax.get_ylabel() for ax in fig.axes] == ["loss", "loss"]
+    assert [ax.get_yscale() for ax in fig.axes] == ["log", "log"]
+
+
+# --- heatmap_panels ----------------------------------------------------------------
+
+SOURCE = ["because", "the", "dog", "sees", "the", "cat"]
+TARGET = ["weil", "der", "Hund", "die", "Katze", "sieht"]
+
+
+def three_maps():
+    gen = torch.Generator().manual_seed(0)
+    encoder = torch.softmax(torch.randn(6, 6, generator=gen), dim=-1)
+    decoder = torch.softmax(
+        torch.randn(6, 6, generator=gen).masked_fill(
+            ~torch.ones(6, 6, dtype=torch.bool).tril(), float("-inf")
+        ),
+        dim=-1,
+    )
+    cross = torch.softmax(torch.randn(6, 6, generator=gen)[:5], dim=-1)  # (5, 6)
+    return [encoder, decoder, cross]
+
+
+def test_heatmap_panels_give_each_panel_its_own_tokens_labels_and_title():
+    fig = plot.heatmap_panels(
+        three_maps(),
+        query_tokens=[SOURCE, TARGET, TARGET[:5]],
+        key_tokens=[SOURCE, TARGET, SOURCE],
+        titles=["encoder", "decoder", "cross"],
+        xlabels=["source", "target", "source"],
+        ylabels=["source", "target", "target"],
+        suptitle="three kinds of attention",
+    )
+    assert isinstance(fig, Figure)
+    assert len(fig.axes) == 4  # three panels and one shared colorbar
+    encoder, decoder, cross, _ = fig.axes
+    assert tick_texts(encoder.get_yticklabels()) == SOURCE
+    assert tick_texts(decoder.get_xticklabels()) == TARGET
+    assert tick_texts(cross.get_yticklabels()) == TARGET[:5]
+    assert tick_texts(cross.get_xticklabels()) == SOURCE
+    assert [ax.get_title() for ax in fig.axes[:3]] == ["encoder", "decoder", "cross"]
+    assert (cross.get_xlabel(), cross.get_ylabel()) == ("source", "target")
+    assert fig._suptitle.get_text() == "three kinds of attention"
+    assert cross.images[0].get_array().shape == (5, 6)
+
+
+def test_heatmap_panels_defaults_share_labels_and_number_the_tokens():
+    fig = plot.heatmap_panels([torch.eye(2), torch.full((3, 2), 0.5)], annotate=True)
+    first, second, _ = fig.axes
+    assert (first.get_xlabel(), first.get_ylabel()) == ("key", "query")
+    assert tick_texts(second.get_yticklabels()) == ["0", "1", "2"]
+    assert [ax.get_title() for ax in (first, second)] == ["weights[0]", "weights[1]"]
+    assert [t.get_text() for t in second.texts] == ["0.50"] * 6
+
+
+def test_heatmap_panels_share_one_colour_scale():
+    fig = plot.heatmap_panels([torch.full((2, 2), 0.2), torch.full((2, 3), 0.9)])
+    limits = {ax.images[0].get_clim() for ax in fig.axes[:2]}
+    assert limits == {(0.0, 1.0)}
 
 
 # --- notebook behaviour and global state -------------------------------------------
@@ -242,13 +317,26 @@ def test_figures_render_as_png_and_repr_as_figure():
     assert fig._repr_png_().startswith(b"\x89PNG")
 
 
-def test_plotting_leaves_rcparams_unchanged():
-    before = dict(matplotlib.rcParams)
+def draw_one_of_each():
     tokens, x = hello_shiny_sun()
     plot.attention_heatmap(self_attention_weights(x), tokens)
     plot.heatmap_grid(torch.stack([torch.eye(3)] * 2))
     plot.temperature_panel(tokens, x, 1)
+    plot.weight_bars(torch.tensor([0.5, 0.5]), ["a", "b"])
+    plot.line_panels([1, 2], {"a": {"y": [1, 2]}})
+    plot.heatmap_panels([torch.eye(3)])
+
+
+def test_plotting_leaves_rcparams_unchanged():
+    before = dict(matplotlib.rcParams)
+    draw_one_of_each()
     assert dict(matplotlib.rcParams) == before
+
+
+def test_the_helpers_leave_pyplot_alone():
+    before = "matplotlib.pyplot" in sys.modules
+    draw_one_of_each()
+    assert ("matplotlib.pyplot" in sys.modules) == before
 
 
 def test_the_package_never_imports_pyplot():
@@ -267,3 +355,275 @@ def test_the_package_never_imports_pyplot():
                 continue
             assert not any("pyplot" in name for name in names), path.name
         assert "rcParams[" not in path.read_text(encoding="utf-8"), path.name
+
+
+# --- errors ------------------------------------------------------------------------
+
+JOURNEY = self_attention_weights(your_journey().embeddings)  # (6, 6)
+HELLO = self_attention_weights(hello_shiny_sun().embeddings)  # (3, 3)
+STACK = torch.full((2, 3, 4, 4), 0.25)  # (B, H, T_q, T_k)
+ONE_PANEL = {"a": {"y": [1]}}
+TWO_PANELS = {"a": {"y": [1]}, "b": {"y": [2]}}
+
+
+def temperatures(*values):
+    tokens, x = your_journey()
+    return lambda: plot.temperature_panel(tokens, x, *values)
+
+
+def panels(**kwargs):
+    return lambda: plot.heatmap_panels(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "call, error, fragments",
+    [
+        # attention_heatmap
+        pytest.param(
+            lambda: plot.attention_heatmap(JOURNEY[0], your_journey().tokens),
+            ValueError,
+            ["got shape (6,)", "weight_bars"],
+            id="heatmap-1d",
+        ),
+        pytest.param(
+            lambda: plot.attention_heatmap(torch.stack([JOURNEY, JOURNEY])),
+            ValueError,
+            ["(2, 6, 6)", "heatmap_grid"],
+            id="heatmap-3d",
+        ),
+        pytest.param(
+            lambda: plot.attention_heatmap(JOURNEY, hello_shiny_sun().tokens),
+            ValueError,
+            ["3 tokens", "shape (6, 6)", "6 rows"],
+            id="heatmap-rows",
+        ),
+        pytest.param(
+            lambda: plot.attention_heatmap(
+                torch.ones(2, 3) / 3, ["a", "b"], ["x", "y"]
+            ),
+            ValueError,
+            ["key_tokens has 2 tokens", "3 columns"],
+            id="heatmap-columns",
+        ),
+        pytest.param(
+            lambda: plot.attention_heatmap(
+                JOURNEY, "Your journey starts with one step"
+            ),
+            TypeError,
+            ["split()"],
+            id="heatmap-one-string",
+        ),
+        pytest.param(
+            lambda: plot.attention_heatmap(HELLO, 3),
+            TypeError,
+            ["sequence of str", "got int"],
+            id="heatmap-tokens-int",
+        ),
+        pytest.param(
+            lambda: plot.attention_heatmap("not a matrix"),
+            TypeError,
+            ["str"],
+            id="heatmap-str",
+        ),
+        pytest.param(
+            lambda: plot.attention_heatmap(JOURNEY, fmt="{:.2q}"),
+            ValueError,
+            ["fmt"],
+            id="heatmap-fmt",
+        ),
+        pytest.param(
+            lambda: plot.attention_heatmap(JOURNEY, fmt=2),
+            TypeError,
+            ["fmt must be a str", "got int"],
+            id="heatmap-fmt-int",
+        ),
+        # heatmap_grid
+        pytest.param(
+            lambda: plot.heatmap_grid(STACK),
+            ValueError,
+            ["(2, 3, 4, 4)", "weights[0]", "3 heads"],
+            id="grid-4d",
+        ),
+        pytest.param(
+            lambda: plot.heatmap_grid(STACK[0], titles=["only one"]),
+            ValueError,
+            ["got 1 titles for 3 matrices", "head"],
+            id="grid-titles",
+        ),
+        pytest.param(
+            lambda: plot.heatmap_grid(STACK[0], titles="one title"),
+            TypeError,
+            ["titles must be a sequence", "got str"],
+            id="grid-titles-str",
+        ),
+        pytest.param(
+            lambda: plot.heatmap_grid(STACK[0], query_tokens=["a", "b"]),
+            ValueError,
+            ["query_tokens has 2 tokens", "weights[0]"],
+            id="grid-tokens",
+        ),
+        pytest.param(
+            lambda: plot.heatmap_grid(STACK[0], ncols=0),
+            ValueError,
+            ["ncols"],
+            id="grid-ncols",
+        ),
+        pytest.param(
+            lambda: plot.heatmap_grid(STACK[0], ncols=1.5),
+            TypeError,
+            ["ncols must be an int"],
+            id="grid-ncols-float",
+        ),
+        pytest.param(
+            lambda: plot.heatmap_grid([]),
+            ValueError,
+            ["at least one"],
+            id="grid-empty",
+        ),
+        # weight_bars
+        pytest.param(
+            lambda: plot.weight_bars(HELLO, hello_shiny_sun().tokens),
+            ValueError,
+            ["shape (3, 3)", "weights[1]"],
+            id="bars-matrix",
+        ),
+        pytest.param(
+            lambda: plot.weight_bars(HELLO[0], hello_shiny_sun().tokens[:2]),
+            ValueError,
+            ["tokens has 2 tokens"],
+            id="bars-tokens",
+        ),
+        # temperature_panel
+        pytest.param(
+            temperatures(0, (1.0, 0.0)),
+            ValueError,
+            ["temperature"],
+            id="temperature-zero",
+        ),
+        pytest.param(
+            temperatures(0, ()),
+            ValueError,
+            ["non-empty"],
+            id="temperature-none",
+        ),
+        pytest.param(
+            temperatures(0, "hot"),
+            TypeError,
+            ["temperatures must be a sequence", "got str"],
+            id="temperature-str",
+        ),
+        pytest.param(
+            temperatures(6),
+            ValueError,
+            ["out of range"],
+            id="temperature-query",
+        ),
+        # line_panels
+        pytest.param(
+            lambda: plot.line_panels([1, 2, 3], {"p": {"a": [1, 2, 3], "b": [1, 2]}}),
+            ValueError,
+            ["curve 'b' of panel 'p' has shape (2,)"],
+            id="lines-length",
+        ),
+        pytest.param(
+            lambda: plot.line_panels([1, 2], [[1, 2]]),
+            TypeError,
+            ["panels must be a dict"],
+            id="lines-list",
+        ),
+        pytest.param(
+            lambda: plot.line_panels([1, 2], {}),
+            ValueError,
+            ["at least one panel"],
+            id="lines-empty",
+        ),
+        pytest.param(
+            lambda: plot.line_panels([1, 2], {"p": {}}),
+            ValueError,
+            ["no curves"],
+            id="lines-no-curves",
+        ),
+        pytest.param(
+            lambda: plot.line_panels([1, 2], {"p": [1, 2]}),
+            TypeError,
+            ["panel 'p' must be a dict"],
+            id="lines-panel-list",
+        ),
+        pytest.param(
+            lambda: plot.line_panels([1], TWO_PANELS, ylabels=["only"]),
+            ValueError,
+            ["got 1 ylabels for 2 panels"],
+            id="lines-ylabels",
+        ),
+        pytest.param(
+            lambda: plot.line_panels([1], ONE_PANEL, log_y=[True, False, True]),
+            ValueError,
+            ["got 3 log_y flags for 1 panels"],
+            id="lines-log-y",
+        ),
+        pytest.param(
+            lambda: plot.line_panels([1], ONE_PANEL, log_y=1),
+            TypeError,
+            ["log_y must be a sequence", "got int"],
+            id="lines-log-y-int",
+        ),
+        pytest.param(
+            lambda: plot.line_panels([1], ONE_PANEL, ncols=0),
+            ValueError,
+            ["ncols must be a positive int"],
+            id="lines-ncols",
+        ),
+        pytest.param(
+            lambda: plot.line_panels([], {"a": {"y": []}}),
+            ValueError,
+            ["x must be a non-empty 1-D"],
+            id="lines-no-x",
+        ),
+        # heatmap_panels
+        pytest.param(
+            panels(weights=torch.ones(2, 3, 3)),
+            TypeError,
+            ["list of 2-D matrices"],
+            id="panels-tensor",
+        ),
+        pytest.param(
+            panels(weights=[]),
+            ValueError,
+            ["at least one"],
+            id="panels-empty",
+        ),
+        pytest.param(
+            panels(weights=[torch.ones(1, 2, 3, 3)]),
+            ValueError,
+            ["mean(dim=0)"],
+            id="panels-4d",
+        ),
+        pytest.param(
+            panels(weights=[torch.ones(2, 2)], titles=["a", "b"]),
+            ValueError,
+            ["2 entries"],
+            id="panels-titles",
+        ),
+        pytest.param(
+            panels(weights=[torch.ones(2, 2)], titles="a"),
+            TypeError,
+            ["one entry per"],
+            id="panels-titles-str",
+        ),
+        pytest.param(
+            panels(weights=[torch.ones(2, 3)], key_tokens=[["a", "b"]]),
+            ValueError,
+            ["3 columns"],
+            id="panels-columns",
+        ),
+        pytest.param(
+            panels(weights=[torch.ones(2, 2)], fmt="{:q}"),
+            ValueError,
+            ["format string"],
+            id="panels-fmt",
+        ),
+    ],
+)
+def test_errors_teach(call, error, fragments):
+    with pytest.raises(error, match=".*".join(map(re.escape, fragments))):
+        call()

@@ -1,6 +1,7 @@
 """The toy translation task in ``attn_course.translation``: grammar, splits, batches."""
 
 import random
+import re
 
 import pytest
 import torch
@@ -92,26 +93,6 @@ def test_parse_source_inverts_rendering():
         assert parse_source(" ".join(clause.source())) == clause
 
 
-@pytest.mark.parametrize(
-    "sentence, message",
-    [
-        ("the dog sees the unicorn", "word 4"),
-        ("the dog sees", "ends after 3 words"),
-        ("the dog sees the cat today", "goes on after the object"),
-        ("the dog wants see the cat", "'to'"),
-        ("dog sees the cat", "expects an article"),
-    ],
-)
-def test_parse_source_explains_sentences_outside_the_grammar(sentence, message):
-    with pytest.raises(ValueError, match=message):
-        parse_source(sentence)
-
-
-def test_clause_rejects_unknown_words():
-    with pytest.raises(ValueError, match="choose one of"):
-        Clause("dog", "eats", "cat")
-
-
 def test_the_grammar_has_338688_sentences():
     openers = 1 + len(OPENERS)
     noun_phrase = len(NOUNS) * (1 + len(ADJECTIVES))
@@ -150,19 +131,6 @@ def test_lengths_vary(splits):
     assert lengths == set(range(5, 10))  # 5 to 9 German words
 
 
-@pytest.mark.parametrize(
-    "args, message",
-    [
-        ((0, 1, 1), "num_train"),
-        ((1, 1.5, 1), "num_val"),
-        ((90_000, 9_000, 2_000), "smaller splits"),
-    ],
-)
-def test_make_splits_rejects_bad_sizes(args, message):
-    with pytest.raises(ValueError, match=message):
-        make_splits(*args)
-
-
 # --- vocabularies ---------------------------------------------------------------------
 
 
@@ -196,14 +164,13 @@ def test_decode_stops_at_the_first_eos():
     assert vocab.decode([3, 2, 4, 2]) == ("a",)
 
 
-def test_encode_names_unknown_words():
-    with pytest.raises(ValueError, match="hund"):
-        target_vocab().encode(["der", "hund"])
-
-
-def test_vocab_rejects_repeated_words():
-    with pytest.raises(ValueError, match="repeats"):
-        Vocab(["a", "a"])
+def test_encode_batch_pads_every_sentence_to_the_longest():
+    vocab = Vocab(["a", "b", "c"])
+    ids = vocab.encode_batch([["a", "b", "c"], "c", ("b", "a")], eos=True)
+    assert ids.dtype == torch.long
+    assert ids.tolist() == [[3, 4, 5, 2], [5, 2, 0, 0], [4, 3, 2, 0]]
+    for row, sentence in zip(ids, ["a b c", "c", "b a"], strict=True):
+        assert vocab.decode(row) == tuple(sentence.split())
 
 
 # --- batches --------------------------------------------------------------------------
@@ -245,14 +212,114 @@ def test_iterate_batches_covers_every_pair_once_and_trims(splits):
     assert seen != expected  # shuffled
 
 
-def test_iterate_batches_rejects_bad_sizes(splits):
-    data = make_batch(splits.val[:4], source_vocab(), target_vocab())
-    with pytest.raises(ValueError, match="at least 1"):
-        next(iterate_batches(data, 0))
-    with pytest.raises(TypeError, match="int"):
-        next(iterate_batches(data, 2.0))
+# --- errors ---------------------------------------------------------------------------
 
 
-def test_make_batch_needs_pairs():
-    with pytest.raises(ValueError, match="at least one"):
-        make_batch([], source_vocab(), target_vocab())
+def four_pairs():
+    return make_batch(make_splits(4, 1, 1).train, source_vocab(), target_vocab())
+
+
+@pytest.mark.parametrize(
+    "call, error, fragments",
+    [
+        pytest.param(
+            lambda: parse_source("the dog sees the unicorn"),
+            ValueError,
+            ["word 4"],
+            id="parse-unknown-word",
+        ),
+        pytest.param(
+            lambda: parse_source("the dog sees"),
+            ValueError,
+            ["ends after 3 words"],
+            id="parse-too-short",
+        ),
+        pytest.param(
+            lambda: parse_source("the dog sees the cat today"),
+            ValueError,
+            ["goes on after the object"],
+            id="parse-too-long",
+        ),
+        pytest.param(
+            lambda: parse_source("the dog wants see the cat"),
+            ValueError,
+            ["'to'"],
+            id="parse-wants-to",
+        ),
+        pytest.param(
+            lambda: parse_source("dog sees the cat"),
+            ValueError,
+            ["expects an article"],
+            id="parse-article",
+        ),
+        pytest.param(
+            lambda: Clause("dog", "eats", "cat"),
+            ValueError,
+            ["choose one of"],
+            id="clause-unknown-verb",
+        ),
+        pytest.param(
+            lambda: Clause("dog", "sees", ["cat"]),
+            TypeError,
+            ["obj must be a str", "got list"],
+            id="clause-list",
+        ),
+        pytest.param(
+            lambda: make_splits(0, 1, 1),
+            ValueError,
+            ["num_train"],
+            id="splits-zero",
+        ),
+        pytest.param(
+            lambda: make_splits(1, 1.5, 1),
+            TypeError,
+            ["num_val"],
+            id="splits-float",
+        ),
+        pytest.param(
+            lambda: make_splits(90_000, 9_000, 2_000),
+            ValueError,
+            ["smaller splits"],
+            id="splits-too-many",
+        ),
+        pytest.param(
+            lambda: target_vocab().encode(["der", "hund"]),
+            ValueError,
+            ["hund"],
+            id="encode-unknown",
+        ),
+        pytest.param(
+            lambda: Vocab(["a", "a"]),
+            ValueError,
+            ["repeats"],
+            id="vocab-repeats",
+        ),
+        pytest.param(
+            lambda: Vocab(["a"]).encode_batch([]),
+            ValueError,
+            ["at least one sentence"],
+            id="encode-batch-empty",
+        ),
+        pytest.param(
+            lambda: next(iterate_batches(four_pairs(), 0)),
+            ValueError,
+            ["at least 1"],
+            id="batch-size-zero",
+        ),
+        pytest.param(
+            lambda: next(iterate_batches(four_pairs(), 2.0)),
+            TypeError,
+            ["int"],
+            id="batch-size-float",
+        ),
+        pytest.param(
+            lambda: make_batch([], source_vocab(), target_vocab()),
+            ValueError,
+            ["at least one"],
+            id="make-batch-empty",
+        ),
+    ],
+)
+def test_errors_teach(call, error, fragments):
+    with pytest.raises(error, match=".*".join(map(re.escape, fragments))):
+        call()

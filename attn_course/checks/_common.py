@@ -1,36 +1,54 @@
-"""Private helpers shared by the self-checks of every chapter."""
+"""What a right answer is, and how a wrong one is explained, for every chapter.
+
+The ``expect_*`` functions raise ``AssertionError`` with a teaching message when
+the learner's answer is not a tensor, has another shape, holds NaN or infinite
+values, differs from the expected values (the largest difference, where, and the
+first known slip that explains it), or is not a valid set of attention weights.
+Numbers in messages are written the same way everywhere (``fmt_*``), and never
+depend on memory addresses or timing. The references that checks of two chapters
+share live here too: attention written out with any scale and mask, the projected
+journey sentence, the comparison of two attention results, and of two masks.
+"""
 
 from __future__ import annotations
 
 import torch
 
+from .._validate import kind_of
+from ..data import your_journey
+from ..functional import scaled_dot_product_attention
+from ._kit import Slip, first_slip, matches, run_cases, seeded
+
 _SHOW = 8  # at most this many numbers are written out in a message
 
 
-def _fmt_number(value):
+# --- formatting ---------------------------------------------------------------------
+
+
+def fmt_number(value):
     """Format one number with 4 decimals (``nan``, ``inf`` and ``-inf`` as such)."""
     return f"{float(value):.4f}"
 
 
-def _fmt_values(tensor):
+def fmt_values(tensor):
     """Format a tensor's values as ``[0.0900, 0.2447, ...]`` (at most 8 shown)."""
     flat = tensor.detach().reshape(-1).to("cpu", torch.float64)
-    shown = ", ".join(_fmt_number(v) for v in flat[:_SHOW])
+    shown = ", ".join(fmt_number(v) for v in flat[:_SHOW])
     more = f", ... ({flat.numel()} values)" if flat.numel() > _SHOW else ""
     return f"[{shown}{more}]"
 
 
-def _fmt_index(index):
+def fmt_index(index):
     """Format a multi-dimensional index as ``[1, 2]``."""
     return "[" + ", ".join(str(int(i)) for i in index) + "]"
 
 
-def _shape(tensor):
+def fmt_shape(tensor):
     """Format a shape as a tuple: ``(3,)``, ``(2, 3)``."""
     return str(tuple(tensor.shape))
 
 
-def _unravel(flat_index, shape):
+def unravel(flat_index, shape):
     """Turn a flat position into a multi-dimensional index for ``shape``."""
     index = []
     for size in reversed(shape):
@@ -39,8 +57,18 @@ def _unravel(flat_index, shape):
     return tuple(reversed(index))
 
 
-def _require_tensor(answer, name, where=""):
-    """Raise unless ``answer`` is a tensor; say what it is and how to convert it."""
+def first_difference(answer, expected):
+    """Index of the first entry where two same-shape tensors differ."""
+    flat = int((answer != expected).reshape(-1).nonzero()[0])
+    return unravel(flat, tuple(expected.shape))
+
+
+# --- the learner's answer -----------------------------------------------------------
+
+
+def expect_tensor(answer, name, where=""):
+    """Return ``answer`` if it is a tensor; otherwise say what it is and how to
+    convert it."""
     if isinstance(answer, torch.Tensor):
         return answer
     if answer is None:
@@ -48,10 +76,7 @@ def _require_tensor(answer, name, where=""):
             f"{name}{where}: got None instead of a torch.Tensor; did the code that "
             "computes it forget a `return`?"
         )
-    kind = type(answer).__name__
-    if type(answer).__module__ != "builtins":
-        kind = f"{type(answer).__module__}.{kind}"
-    if type(answer).__module__ == "numpy":
+    if type(answer).__module__.split(".")[0] == "numpy":
         fix = "convert it with torch.from_numpy(...) or torch.tensor(...)"
     elif isinstance(answer, (int, float)):
         fix = (
@@ -63,7 +88,9 @@ def _require_tensor(answer, name, where=""):
         fix += "tensors"
     else:
         fix = "compute it with torch operations, or convert it with torch.tensor(...)"
-    raise AssertionError(f"{name}{where}: expected a torch.Tensor, got {kind}; {fix}.")
+    raise AssertionError(
+        f"{name}{where}: expected a torch.Tensor, got {kind_of(answer)}; {fix}."
+    )
 
 
 def _shape_hint(answer, expected):
@@ -75,9 +102,7 @@ def _shape_hint(answer, expected):
             "the matrix product (queries on the left), or use .T."
         )
     if answer.numel() == expected.numel():
-        squeezed_a = tuple(n for n in a if n != 1)
-        squeezed_e = tuple(n for n in e if n != 1)
-        if squeezed_a == squeezed_e:
+        if tuple(n for n in a if n != 1) == tuple(n for n in e if n != 1):
             return (
                 " The shapes differ only in dimensions of size 1: use .squeeze(...) "
                 "to drop one or .unsqueeze(...) to add one."
@@ -89,63 +114,71 @@ def _shape_hint(answer, expected):
     return ""
 
 
-def _require_shape(answer, expected, name, where=""):
+def expect_shape(answer, expected, name, where=""):
     """Raise unless ``answer`` has the shape of ``expected``; show both shapes."""
     if tuple(answer.shape) != tuple(expected.shape):
         raise AssertionError(
-            f"{name}{where}: wrong shape {_shape(answer)}; the expected shape is "
-            f"{_shape(expected)}.{_shape_hint(answer, expected)}"
+            f"{name}{where}: wrong shape {fmt_shape(answer)}; the expected shape is "
+            f"{fmt_shape(expected)}.{_shape_hint(answer, expected)}"
         )
 
 
-def _require_finite(answer, name, where="", hint=""):
+def expect_finite(answer, name, where="", hint=""):
     """Raise if ``answer`` contains NaN or infinite values; show the first one."""
     values = answer.detach()
     if values.is_floating_point() or values.is_complex():
         bad = ~torch.isfinite(values)
         if bad.any():
-            first = _unravel(int(bad.reshape(-1).nonzero()[0]), tuple(values.shape))
+            first = unravel(int(bad.reshape(-1).nonzero()[0]), tuple(values.shape))
             raise AssertionError(
                 f"{name}{where}: found NaN or infinite values in "
-                f"{_fmt_values(values)} (the first at index {_fmt_index(first)} is "
-                f"{_fmt_number(values[first])}).{hint}"
+                f"{fmt_values(values)} (the first at index {fmt_index(first)} is "
+                f"{fmt_number(values[first])}).{hint}"
             )
 
 
-def _require_close(answer, expected, name, where="", *, atol, rtol, hint=""):
-    """Raise unless the values match; report the largest difference and where."""
+_TRANSPOSED = (
+    "It looks transposed: rows and columns are swapped. Check the order of the "
+    "matrix product, or use .T."
+)
+
+
+def expect_close(answer, expected, name, where="", *, atol, rtol, hint="", slips=()):
+    """Raise unless the values match; report the largest difference and where.
+
+    When they do not match, the message ends with ``hint`` and with the first of
+    ``slips`` (see :class:`attn_course.checks._kit.Slip`) that the answer matches,
+    with the same tolerances; a square matrix that is the transpose of the
+    expected one is a slip of every check.
+    """
     received = answer.detach().to("cpu", torch.float64)
     target = expected.detach().to("cpu", torch.float64)
     close = torch.isclose(received, target, atol=atol, rtol=rtol)
     if bool(close.all()):
         return
     square = received.dim() == 2 and received.shape[0] == received.shape[1] > 1
-    if square and bool(torch.isclose(received, target.T, atol=atol, rtol=rtol).all()):
-        hint = (
-            "\nIt looks transposed: rows and columns are swapped. Check the order of "
-            "the matrix product, or use .T." + hint
-        )
+    slips = [*slips, Slip(target.T if square else None, _TRANSPOSED)]
+    why = first_slip(received, slips, atol=atol, rtol=rtol)
     difference = (received - target).abs()
     difference = torch.where(close, 0.0, difference)  # only the failing entries
     difference = torch.nan_to_num(difference, nan=float("inf"))
-    flat = int(difference.reshape(-1).argmax())
-    index = _unravel(flat, tuple(received.shape))
+    index = unravel(int(difference.reshape(-1).argmax()), tuple(received.shape))
     wrong = int((~close).sum())
-    location = f" at index {_fmt_index(index)}" if received.dim() else ""
+    location = f" at index {fmt_index(index)}" if received.dim() else ""
     raise AssertionError(
         f"{name}{where}: values are off; the largest difference is "
         f"{float(difference[index]):.4g}{location}, where the expected value is "
-        f"{_fmt_number(target[index])} but yours is {_fmt_number(received[index])} "
+        f"{fmt_number(target[index])} but yours is {fmt_number(received[index])} "
         f"({wrong} of {received.numel()} values differ by more than "
         f"atol={atol:g} + rtol={rtol:g} * |expected|).\n"
-        f"  expected: {_fmt_values(target)}\n"
-        f"  received: {_fmt_values(received)}{hint}"
+        f"  expected: {fmt_values(target)}\n"
+        f"  received: {fmt_values(received)}{hint}" + (f"\n{why}" if why else "")
     )
 
 
-def _require_weights(weights, name, where=""):
+def expect_weights(weights, name, where=""):
     """Raise unless ``weights`` are non-negative and sum to 1 along the last dim."""
-    _require_finite(weights, name, where)
+    expect_finite(weights, name, where)
     values = weights.detach().to("cpu", torch.float64)
     if values.dim() == 0:
         raise AssertionError(
@@ -153,119 +186,177 @@ def _require_weights(weights, name, where=""):
             "one value per key, shape (T_k,) or (T_q, T_k)."
         )
     if bool((values < 0).any()):
-        flat = int(values.reshape(-1).argmin())
-        index = _unravel(flat, tuple(values.shape))
+        index = unravel(int(values.reshape(-1).argmin()), tuple(values.shape))
         raise AssertionError(
             f"{name}{where}: found negative values (the smallest is "
-            f"{_fmt_number(values[index])} at index {_fmt_index(index)}). Attention "
+            f"{fmt_number(values[index])} at index {fmt_index(index)}). Attention "
             "weights come out of a softmax, so they are never negative: did you "
             "forget to apply softmax to the scores?"
         )
     sums = values.sum(dim=-1)
-    if not bool(torch.isclose(sums, torch.ones_like(sums), atol=1e-4, rtol=0).all()):
-        if values.dim() == 1:
-            what = f"the values sum to {_fmt_number(sums)} instead of 1"
-        else:
-            what = f"the rows sum to {_fmt_values(sums)} instead of 1 each"
-        hint = (
-            " Divide each weight by their sum, or compute them with "
+    if bool(torch.isclose(sums, torch.ones_like(sums), atol=1e-4, rtol=0).all()):
+        return
+    if values.dim() == 1:
+        raise AssertionError(
+            f"{name}{where}: the values sum to {fmt_number(sums)} instead of 1. "
+            "Divide each weight by their sum, or compute them with "
             "torch.softmax(scores, dim=-1)."
         )
-        if values.dim() >= 2:
-            columns = values.sum(dim=-2)
-            if bool(torch.isclose(columns, torch.ones_like(columns), atol=1e-4).all()):
-                hint = (
-                    " The columns sum to 1 instead: you normalised over the queries "
-                    "(dim=0 of a (T_q, T_k) matrix); normalise over the keys, the "
-                    "last dimension, e.g. torch.softmax(scores, dim=-1)."
-                )
-            else:
-                hint = (
-                    " Normalise along the last dimension (the keys), e.g. "
-                    "torch.softmax(scores, dim=-1) or "
-                    "weights / weights.sum(dim=-1, keepdim=True)."
-                )
-        raise AssertionError(f"{name}{where}: {what}.{hint}")
-
-
-def _require_callable(fn, check, example):
-    """Raise unless the learner passed a function, not the result of calling one."""
-    if not callable(fn):
-        raise TypeError(
-            f"{check} expects your function itself, got {type(fn).__name__}; pass "
-            f"it without calling it: {check}({example}), not {check}({example}(x))"
+    columns = values.sum(dim=-2)
+    if bool(torch.isclose(columns, torch.ones_like(columns), atol=1e-4).all()):
+        hint = (
+            "The columns sum to 1 instead: you normalised over the queries (dim=0 "
+            "of a (T_q, T_k) matrix); normalise over the keys, the last dimension, "
+            "e.g. torch.softmax(scores, dim=-1)."
         )
+    else:
+        hint = (
+            "Normalise along the last dimension (the keys), e.g. "
+            "torch.softmax(scores, dim=-1) or "
+            "weights / weights.sum(dim=-1, keepdim=True)."
+        )
+    raise AssertionError(
+        f"{name}{where}: the rows sum to {fmt_values(sums)} instead of 1 each. {hint}"
+    )
 
 
-def _call(fn, check, args, description):
-    """Call the learner's ``fn``; wrap any error it raises in an AssertionError."""
-    try:
-        return fn(*args)
-    except Exception as error:  # any error in the learner's code becomes a message
+def expect_pair(result, check, where, names="(weights, context)"):
+    """Return ``result`` if it is a pair; otherwise say what it is."""
+    if isinstance(result, (tuple, list)) and len(result) == 2:
+        return result
+    if isinstance(result, torch.Tensor):
+        got = f"a tensor of shape {fmt_shape(result)}"
+    else:
+        got = f"a {type(result).__name__}"
+    raise AssertionError(
+        f"{check}: your function should return a pair {names}{where}, but it "
+        f"returned {got}; end it with `return {names[1:-1]}`."
+    )
+
+
+def expect_dict(answer, check, example):
+    """Raise unless the learner's predictions come as a dict."""
+    if not isinstance(answer, dict):
         raise AssertionError(
-            f"{check}: your function raised {type(error).__name__} on "
-            f"{description}: {error}"
-        ) from error
+            f"{check}: expected a dict such as {example}, got {kind_of(answer)}."
+        )
+    return answer
 
 
-def _first_difference(answer, expected):
-    """Index of the first entry where two same-shape tensors differ."""
-    flat = int((answer != expected).reshape(-1).nonzero()[0])
-    return _unravel(flat, tuple(expected.shape))
+def as_shape(value):
+    """A predicted shape as a tuple of ints, or None when it is not a shape."""
+    try:
+        return tuple(int(n) for n in value)
+    except (TypeError, ValueError):
+        return None
 
 
-_INVERTED = (
+# --- references shared by the chapters ----------------------------------------------
+
+QKV = ("queries", "keys", "values")  # the argument names of attention functions
+
+INVERTED = (
     "your mask is inverted: True must mean may attend (the convention of "
     "scaled_dot_product_attention and attn_course); you built the convention of "
     "nn.MultiheadAttention, where True means blocked. Invert it with ~mask"
 )
 
 
-def _built_with_seed(seed, factory):
-    """``factory()`` run after ``torch.manual_seed(seed)``; the global random state
-    is put back afterwards, so a check never changes what the notebook draws next."""
-    state = torch.random.get_rng_state()
-    try:
-        torch.manual_seed(seed)
-        return factory()
-    finally:
-        torch.random.set_rng_state(state)
-
-
-def _require_pair(result, check, where, names="(weights, context)"):
-    """Raise unless ``result`` is a pair; return it."""
-    if isinstance(result, torch.Tensor) or not (
-        isinstance(result, (tuple, list)) and len(result) == 2
-    ):
-        got = (
-            f"a tensor of shape {_shape(result)}"
-            if isinstance(result, torch.Tensor)
-            else f"a {type(result).__name__}"
-        )
-        raise AssertionError(
-            f"{check}: your function should return a pair {names}{where}, but it "
-            f"returned {got}; end it with `return {names[1:-1]}`."
-        )
-    return result
-
-
-def _scaled_reference(queries, keys, values, *, scale=None, mask=None):
+def scaled_reference(queries, keys, values, *, scale=None, mask=None):
     """(output, weights) of attention written out, with any scale and bool mask.
 
-    ``mask`` is a bool ``(T_q, T_k)`` mask, True = may attend; a row with no allowed
-    key gives NaN weights, as a plain softmax does (used to recognise mistakes).
+    ``mask`` is a bool mask, True = may attend; a row with no allowed key gives NaN
+    weights, as a plain softmax does (used to recognise mistakes).
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    queries, keys, values : (..., T_q, d_k), (..., T_k, d_k), (..., T_k, d_v)
+    mask : (T_q, T_k)
+    output, weights : (..., T_q, d_v), (..., T_q, T_k)
     """
     if scale is None:
         scale = keys.shape[-1] ** -0.5
     scores = (queries @ keys.transpose(-2, -1)) * scale  # (..., T_q, T_k)
     if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))  # (..., T_q, T_k)
-    weights = torch.softmax(scores, dim=-1)  # (..., T_q, T_k)
-    return weights @ values, weights  # (..., T_q, Ev), (..., T_q, T_k)
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ values, weights  # (..., T_q, d_v), (..., T_q, T_k)
 
 
-def _matches(answer, candidate, atol=1e-4):
-    """Whether ``answer`` equals ``candidate`` (same shape, close values)."""
-    a = answer.detach().to("cpu", torch.float64)
-    c = candidate.detach().to("cpu", torch.float64)
-    return a.shape == c.shape and bool(torch.allclose(a, c, atol=atol, rtol=1e-4))
+def journey_projections(build, seed):
+    """Queries, keys and values of "Your journey starts with one step", projected
+    by the ``W_query``, ``W_key`` and ``W_value`` of ``build()`` run under
+    ``seeded(seed)``.
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    queries, keys, values : (T, d_out)
+    """
+    with seeded(seed):
+        module = build()
+    x = your_journey().embeddings  # (T, d_in)
+    with torch.no_grad():
+        return module.W_query(x), module.W_key(x), module.W_value(x)
+
+
+def run_attention_cases(
+    check, fn, cases, *, reference, slips, fatal=None, context_hint, **how
+):
+    """Run the learner's attention function ``fn`` on ``cases`` (see
+    :func:`attn_course.checks._kit.run_cases`, which gets ``how``) and compare each
+    result with the ``(weights, context)`` of
+    ``scaled_dot_product_attention(queries, keys, values, **reference)``.
+
+    A case's arguments are the queries, keys and values, or one input that is all
+    three. The weights are first compared with the slips ``fatal(case, weights)``
+    lists (a match is the whole explanation), then checked to be valid weights,
+    then compared with the expected ones, where ``slips(case)`` explain a
+    difference; the context comes last, with ``context_hint``.
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    weights : (..., T_q, T_k)
+    context : (..., T_q, d_v)
+    """
+
+    def verify(case, result):
+        where = case.where
+        queries, keys, values = case.args * (3 // len(case.args))
+        expected_context, expected_weights = scaled_dot_product_attention(
+            queries, keys, values, return_weights=True, **reference
+        )
+        weights, context = expect_pair(result, check, where)
+        name = f"{check}: your weights"
+        weights = expect_tensor(weights, name, where)
+        expect_shape(weights, expected_weights, name, where)
+        why = first_slip(weights, fatal(case, weights)) if fatal else None
+        if why:
+            raise AssertionError(f"{name}{where}: {why}")
+        expect_weights(weights, name, where)
+        tolerance = {"atol": 1e-4, "rtol": 1e-4}
+        expect_close(
+            weights, expected_weights, name, where, **tolerance, slips=slips(case)
+        )
+        name = f"{check}: your context vectors"
+        context = expect_tensor(context, name, where)
+        expect_shape(context, expected_context, name, where)
+        expect_finite(context, name, where)
+        hint = f"\n{context_hint}"
+        expect_close(context, expected_context, name, where, **tolerance, hint=hint)
+
+    run_cases(check, fn, cases, verify, **how)
+
+
+def expect_mask(mask, right, slips, name, *, otherwise, shown):
+    """Raise unless ``mask`` is ``right`` (a mask, or a predicate on the mask).
+
+    The message names the first of ``slips`` the mask matches exactly, or else
+    ``otherwise()`` (the first wrong entry), and ends with ``shown``.
+    """
+    if matches(mask, right, atol=0, rtol=0):
+        return
+    why = first_slip(mask, slips, atol=0, rtol=0) or otherwise()
+    raise AssertionError(f"{name}: {why}.\n{shown}")

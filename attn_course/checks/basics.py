@@ -1,24 +1,31 @@
-"""Self-checks for Chapter 1, toy dot-product attention."""
+"""Self-checks for Chapter 1, toy dot-product attention.
+
+Shapes
+------
+Letters: see attn_course.shapes.
+inputs : (T, D)
+weights : (T, T)
+"""
 
 from __future__ import annotations
 
 import torch
 
+from .._validate import kind_of
 from ..data import hello_shiny_sun, your_journey
-from ..explorer import explore
-from ..functional import scaled_dot_product_attention
+from ..walkthrough import query_attention
 from ._common import (
-    _call,
-    _fmt_values,
-    _require_callable,
-    _require_close,
-    _require_finite,
-    _require_pair,
-    _require_shape,
-    _require_tensor,
-    _require_weights,
-    _shape,
+    expect_close,
+    expect_finite,
+    expect_shape,
+    expect_tensor,
+    expect_weights,
+    fmt_shape,
+    fmt_values,
+    run_attention_cases,
+    scaled_reference,
 )
+from ._kit import Case, Slip, passed, run_cases
 
 __all__ = [
     "check_attention_fn",
@@ -31,6 +38,8 @@ __all__ = [
 
 def check_close(answer, expected, *, name="your answer", atol=1e-4, rtol=1e-4):
     """Check that a tensor answer matches the expected values.
+
+    Introduced in Chapter 1.
 
     Parameters
     ----------
@@ -53,10 +62,13 @@ def check_close(answer, expected, *, name="your answer", atol=1e-4, rtol=1e-4):
     AssertionError
         If ``answer`` is not a tensor, has another shape, contains NaN or infinite
         values, or differs by more than the tolerance.
+    TypeError
+        If ``expected`` is neither a tensor nor numbers (a mistake in the call).
 
     Shapes
     ------
-    answer and expected : the same shape, any number of dimensions.
+    Letters: see attn_course.shapes.
+    answer, expected : (...)
 
     Examples
     --------
@@ -75,21 +87,24 @@ def check_close(answer, expected, *, name="your answer", atol=1e-4, rtol=1e-4):
             target = torch.as_tensor(expected, dtype=torch.float64)
         except (TypeError, ValueError, RuntimeError):
             raise TypeError(
-                f"expected must be a tensor or a number/list of numbers, got "
-                f"{type(expected).__name__}"
+                "expected must be a tensor or a number/list of numbers, got "
+                f"{kind_of(expected)}"
             ) from None
-    answer = _require_tensor(answer, name)
-    _require_shape(answer, target, name)
-    _require_finite(answer, name)
-    _require_close(answer, target, name, atol=atol, rtol=rtol)
-    print(
-        f"✅ check_close: {name} is correct; all {answer.numel()} values match "
-        f"(shape {_shape(answer)})."
+    answer = expect_tensor(answer, name)
+    expect_shape(answer, target, name)
+    expect_finite(answer, name)
+    expect_close(answer, target, name, atol=atol, rtol=rtol)
+    passed(
+        "check_close",
+        f"{name} is correct; all {answer.numel()} values match (shape "
+        f"{fmt_shape(answer)}).",
     )
 
 
 def check_weights(weights, *, name="your weights"):
     """Check that attention weights are non-negative and sum to 1 over the keys.
+
+    Introduced in Chapter 1.
 
     Parameters
     ----------
@@ -111,7 +126,8 @@ def check_weights(weights, *, name="your weights"):
 
     Shapes
     ------
-    weights : (T_k,) or (..., T_q, T_k); the last dimension runs over the keys.
+    Letters: see attn_course.shapes.
+    weights : (..., T_k)
 
     Examples
     --------
@@ -125,25 +141,24 @@ def check_weights(weights, *, name="your weights"):
     ...
     AssertionError: your weights: the values sum to 1.2000 instead of 1. ...
     """
-    weights = _require_tensor(weights, name)
-    _require_weights(weights, name)
+    weights = expect_tensor(weights, name)
+    expect_weights(weights, name)
     if weights.dim() == 1:
         what = f"all {weights.numel()} values are non-negative and they sum to 1"
     else:
         rows = weights.numel() // weights.shape[-1]
         what = f"all values are non-negative and each of the {rows} rows sums to 1"
-    print(f"✅ check_weights: {name} are valid; {what}.")
+    passed("check_weights", f"{name} are valid; {what}.")
 
 
-def _softmax_inputs():
-    """Inputs for check_softmax: (description, tensor) pairs, built afresh.
+def _softmax_cases():
+    """The inputs of check_softmax, each described with its values.
 
     The large-valued vector comes second, right after the small one, so a naive
-    softmax is caught by the overflow it causes rather than by another mistake. The
-    random matrix uses its own seeded generator and leaves the global seed alone.
+    softmax is caught by the overflow it causes rather than by another mistake.
     """
     generator = torch.Generator().manual_seed(0)
-    return [
+    inputs = [
         ("a small vector", torch.tensor([1.0, 2.0, 3.0])),
         ("a vector of large scores", torch.tensor([1000.0, 1001.0, 1002.0])),
         (
@@ -155,6 +170,7 @@ def _softmax_inputs():
             torch.tensor([[-1.0, -1.0, 2.0], [0.0, -3.0, -3.0]]),
         ),
     ]
+    return [Case(f"{text} {fmt_values(x)}", (x,)) for text, x in inputs]
 
 
 _OVERFLOW = (
@@ -170,10 +186,11 @@ _OVERFLOW = (
 def check_softmax(fn):
     """Check a hand-written softmax against ``torch.softmax(x, dim=-1)``.
 
-    ``fn(x)`` must return the softmax of ``x`` along its last dimension. It is tried
-    on 4 inputs: a small vector, a vector of large scores (around 1000, where a naive
-    ``exp(x) / exp(x).sum()`` overflows), a random matrix and a matrix with negative
-    and tied scores. Your function must not change its input.
+    Introduced in Chapter 1. ``fn(x)`` must return the softmax of ``x`` along its
+    last dimension. It is tried on 4 inputs: a small vector, a vector of large
+    scores (around 1000, where a naive ``exp(x) / exp(x).sum()`` overflows), a
+    random matrix and a matrix with negative and tied scores. Your function must
+    not change its input.
 
     Parameters
     ----------
@@ -188,14 +205,18 @@ def check_softmax(fn):
     Raises
     ------
     AssertionError
-        On the first input where ``fn`` raises, returns something that is not a
-        tensor, returns another shape, NaN or infinite values (with an explanation
-        of overflow and the subtract-the-maximum fix), rows that do not sum to 1 or
-        wrong values, or changes its input in place.
+        On the first input where ``fn`` raises, changes its input in place, returns
+        something that is not a tensor, returns another shape, NaN or infinite
+        values (with an explanation of overflow and the subtract-the-maximum fix),
+        rows that do not sum to 1 or wrong values.
+    TypeError
+        If ``fn`` is not a function, e.g. a tensor it returned.
 
     Shapes
     ------
-    x : (T,) or (..., T) -> fn(x) : the same shape.
+    Letters: see attn_course.shapes.
+    x : (..., T)
+    output : (..., T)
 
     Examples
     --------
@@ -216,46 +237,39 @@ def check_softmax(fn):
     ...
     AssertionError: check_softmax: ... large scores ... found NaN ... overflows ...
     """
-    _require_callable(fn, "check_softmax", "softmax")
-    cases = _softmax_inputs()
-    for description, original in cases:
-        x = original.clone()
-        values = _fmt_values(original)
-        where = f" on {description} {values}"
-        output = _call(fn, "check_softmax", (x,), description + " " + values)
-        name = "check_softmax: your softmax's output"
-        output = _require_tensor(output, name, where)
-        expected = torch.softmax(original, dim=-1)
-        _require_shape(output, expected, name, where)
-        large = original.abs().max() > 80
-        _require_finite(output, name, where, hint=_OVERFLOW if large else "")
-        _require_weights(output, name, where)
-        _require_close(output, expected, name, where, atol=1e-5, rtol=1e-4)
-        if not torch.equal(x, original):
-            raise AssertionError(
-                f"check_softmax: your softmax changed its input{where} in place: it "
-                f"became {_fmt_values(x)}. Work on new tensors, e.g. "
-                "x = x - x.max(dim=-1, keepdim=True).values instead of x -= ..., "
-                "and torch.exp(x) instead of x.exp_()."
-            )
-    print(
-        f"✅ check_softmax: your softmax is correct; it matches torch.softmax on all "
-        f"{len(cases)} test inputs, including large values."
+    name = "check_softmax: your softmax's output"
+
+    def verify(case, output):
+        (x,) = case.args
+        expected = torch.softmax(x, dim=-1)
+        output = expect_tensor(output, name, case.where)
+        expect_shape(output, expected, name, case.where)
+        large = bool(x.abs().max() > 80)
+        expect_finite(output, name, case.where, hint=_OVERFLOW if large else "")
+        expect_weights(output, name, case.where)
+        expect_close(output, expected, name, case.where, atol=1e-5, rtol=1e-4)
+
+    cases = _softmax_cases()
+    run_cases(
+        "check_softmax",
+        fn,
+        cases,
+        verify,
+        example="softmax",
+        fix="work on new tensors, e.g. x = x - x.max(dim=-1, keepdim=True).values "
+        "instead of x -= ..., and torch.exp(x) instead of x.exp_().",
+        success="your softmax is correct; it matches torch.softmax on all "
+        f"{len(cases)} test inputs, including large values.",
     )
-
-
-def _temperature_text(temperature):
-    """``softmax(scores)`` for temperature 1, ``softmax(scores / 2)`` otherwise."""
-    return "scores" if temperature == 1 else f"scores / {temperature:g}"
 
 
 def check_context_vector(answer, inputs, query_index, *, temperature=1.0):
     """Check one query's context vector from unscaled dot-product attention.
 
-    The reference is Chapter 1's attention for the token at ``query_index``:
-    ``scores = inputs @ inputs[query_index]``, ``weights = softmax(scores /
-    temperature)``, ``context = weights @ inputs``, computed with
-    :func:`attn_course.explorer.explore`.
+    Introduced in Chapter 1. The reference is Chapter 1's attention for the token
+    at ``query_index``: ``scores = inputs @ inputs[query_index]``, ``weights =
+    softmax(scores / temperature)``, ``context = weights @ inputs``, computed with
+    :func:`attn_course.walkthrough.query_attention`.
 
     Parameters
     ----------
@@ -277,13 +291,17 @@ def check_context_vector(answer, inputs, query_index, *, temperature=1.0):
     ------
     AssertionError
         If ``answer`` is not a tensor, has another shape, contains NaN or infinite
-        values, or its values are off.
-    ValueError
-        If ``query_index`` or ``temperature`` is invalid (a mistake in the call).
+        values, or its values are off (a vector computed at temperature 1 is
+        named).
+    TypeError, ValueError
+        If ``inputs``, ``query_index`` or ``temperature`` is invalid (a mistake in
+        the call).
 
     Shapes
     ------
-    inputs : (T, D); answer : (D,).
+    Letters: see attn_course.shapes.
+    inputs : (T, D)
+    answer : (D,)
 
     Examples
     --------
@@ -296,39 +314,44 @@ def check_context_vector(answer, inputs, query_index, *, temperature=1.0):
     ✅ check_context_vector: your context vector for query 1 is correct; it equals
     softmax(scores) @ inputs with scores = inputs @ inputs[1].
     """
-    state = explore(None, inputs, query_index, temperature)
-    index = query_index % state.weights.shape[0]
+    seen = query_attention(None, inputs, query_index, temperature)
+    temperature = float(temperature)
+    index = query_index % seen.weights.shape[0]
     name = f"your context vector for query {index}"
-    answer = _require_tensor(answer, name)
-    _require_shape(answer, state.context, name)
-    _require_finite(answer, name)
-    formula = f"softmax({_temperature_text(temperature)}) @ inputs"
-    wrong_hint = ""
-    plain = explore(None, inputs, query_index, 1.0).context  # temperature 1
-    if temperature != 1 and torch.allclose(answer.detach().double(), plain.double()):
-        wrong_hint = (
-            f"\nYour vector matches temperature 1: divide the scores by "
-            f"{temperature:g} before the softmax."
+    answer = expect_tensor(answer, name)
+    expect_shape(answer, seen.context, name)
+    expect_finite(answer, name)
+    scores = "scores" if temperature == 1 else f"scores / {temperature:g}"
+    formula = f"softmax({scores}) @ inputs"
+    plain = query_attention(None, inputs, index).context  # at temperature 1
+    slips = [
+        Slip(
+            plain if temperature != 1 else None,
+            f"Your vector matches temperature 1: divide the scores by "
+            f"{temperature:g} before the softmax.",
         )
-    _require_close(
+    ]
+    expect_close(
         answer,
-        state.context,
+        seen.context,
         name,
         atol=1e-4,
         rtol=1e-4,
         hint=f"\nThe expected vector is {formula} with scores = inputs @ "
-        f"inputs[{index}].{wrong_hint}",
+        f"inputs[{index}].",
+        slips=slips,
     )
-    print(
-        f"✅ check_context_vector: {name} is correct; it equals {formula} with "
-        f"scores = inputs @ inputs[{index}]."
+    passed(
+        "check_context_vector",
+        f"{name} is correct; it equals {formula} with scores = inputs @ "
+        f"inputs[{index}].",
     )
 
 
-def _attention_inputs():
-    """Inputs for check_attention_fn: (description, (T, D) tensor)."""
+def _attention_cases():
+    """The inputs of check_attention_fn: the two toy sentences, two random ones."""
     generator = torch.Generator().manual_seed(0)
-    return [
+    inputs = [
         ('the toy sentence "Hello shiny sun!"', hello_shiny_sun().embeddings),
         (
             'the toy sentence "Your journey starts with one step"',
@@ -337,15 +360,29 @@ def _attention_inputs():
         ("random inputs of shape (5, 4)", torch.randn(5, 4, generator=generator)),
         ("random inputs of shape (8, 2)", torch.rand(8, 2, generator=generator) * 2),
     ]
+    return [Case(text, (x,)) for text, x in inputs]
+
+
+def _scaled_slip(case):
+    """The slip of check_attention_fn: weights of *scaled* attention."""
+    (x,) = case.args
+    return [
+        Slip(
+            scaled_reference(x, x, x)[1],
+            "Your weights match *scaled* attention (scores / sqrt(D)); this exercise "
+            "uses plain, unscaled dot products: softmax(inputs @ inputs.T).",
+        )
+    ]
 
 
 def check_attention_fn(fn):
     """Check a function computing unscaled dot-product self-attention for all tokens.
 
-    ``fn(inputs)`` must return ``(weights, context)``: ``weights = softmax(inputs @
-    inputs.T)`` row by row and ``context = weights @ inputs``. The reference is
-    :func:`attn_course.scaled_dot_product_attention` with ``scale=1.0``. It is tried
-    on the two toy sentences and two random inputs; it must not change its input.
+    Introduced in Chapter 1. ``fn(inputs)`` must return ``(weights, context)``:
+    ``weights = softmax(inputs @ inputs.T)`` row by row and ``context = weights @
+    inputs``. The reference is :func:`attn_course.scaled_dot_product_attention`
+    with ``scale=1.0``. It is tried on the two toy sentences and two random inputs;
+    it must not change its input.
 
     Parameters
     ----------
@@ -355,17 +392,24 @@ def check_attention_fn(fn):
     Returns
     -------
     None
-        Prints one line starting with ✅ when all inputs pass.
+        Prints one line starting with ✅ when the toy sentences and the random
+        inputs pass.
 
     Raises
     ------
     AssertionError
-        On the first input where ``fn`` raises, does not return a pair of tensors,
-        returns a wrong shape, invalid weights or wrong values, or changes its input.
+        On the first input where ``fn`` raises, changes its input, does not return a
+        pair of tensors, returns a wrong shape, invalid weights or wrong values
+        (weights of *scaled* attention are named).
+    TypeError
+        If ``fn`` is not a function, e.g. the pair it returned.
 
     Shapes
     ------
-    inputs : (T, D) -> weights : (T, T), context : (T, D).
+    Letters: see attn_course.shapes.
+    inputs : (T, D)
+    weights : (T, T)
+    context : (T, D)
 
     Examples
     --------
@@ -377,52 +421,14 @@ def check_attention_fn(fn):
     ✅ check_attention_fn: your attention function is correct; its weights and
     context vectors match on the 2 toy sentences and 2 random inputs.
     """
-    _require_callable(fn, "check_attention_fn", "attention")
-    cases = _attention_inputs()
-    for description, original in cases:
-        x = original.clone()
-        where = f" on {description}"
-        result = _call(fn, "check_attention_fn", (x,), description)
-        weights, context = _require_pair(result, "check_attention_fn", where)
-        reference_context, reference_weights = scaled_dot_product_attention(
-            original, original, original, scale=1.0, return_weights=True
-        )  # (T, D), (T, T)
-        name = "check_attention_fn: your weights"
-        weights = _require_tensor(weights, name, where)
-        _require_shape(weights, reference_weights, name, where)
-        _require_weights(weights, name, where)
-        hint = ""
-        _, scaled = scaled_dot_product_attention(
-            original, original, original, return_weights=True
-        )  # (T, T), with the default scale 1 / sqrt(D)
-        if torch.allclose(weights.detach().to(scaled.dtype), scaled, atol=1e-4):
-            hint = (
-                "\nYour weights match *scaled* attention (scores / sqrt(D)); this "
-                "exercise uses plain, unscaled dot products: "
-                "softmax(inputs @ inputs.T)."
-            )
-        _require_close(
-            weights, reference_weights, name, where, atol=1e-4, rtol=1e-4, hint=hint
-        )
-        name = "check_attention_fn: your context vectors"
-        context = _require_tensor(context, name, where)
-        _require_shape(context, reference_context, name, where)
-        _require_finite(context, name, where)
-        _require_close(
-            context,
-            reference_context,
-            name,
-            where,
-            atol=1e-4,
-            rtol=1e-4,
-            hint="\nThe context is weights @ inputs: (T, T) @ (T, D) -> (T, D).",
-        )
-        if not torch.equal(x, original):
-            raise AssertionError(
-                f"check_attention_fn: your function changed its input{where} in "
-                "place; compute new tensors instead of modifying the inputs."
-            )
-    print(
-        "✅ check_attention_fn: your attention function is correct; its weights and "
-        "context vectors match on the 2 toy sentences and 2 random inputs."
+    run_attention_cases(
+        "check_attention_fn",
+        fn,
+        _attention_cases(),
+        reference={"scale": 1.0},
+        slips=_scaled_slip,
+        context_hint="The context is weights @ inputs: (T, T) @ (T, D) -> (T, D).",
+        example="attention",
+        success="your attention function is correct; its weights and context "
+        "vectors match on the 2 toy sentences and 2 random inputs.",
     )

@@ -1,17 +1,28 @@
-"""Self-checks for Chapter 6, encoder, decoder and cross-attention."""
+"""Self-checks for Chapter 6, encoder, decoder and cross-attention.
+
+Shapes
+------
+Letters: see attn_course.shapes.
+src : (B, T_s)
+tgt_in : (B, T_t)
+memory : (B, T_k, d_memory)
+"""
 
 from __future__ import annotations
 
 import torch
 
+from .._validate import require_int
 from ._common import (
-    _INVERTED,
-    _call,
-    _first_difference,
-    _fmt_index,
-    _require_callable,
-    _require_tensor,
+    INVERTED,
+    as_shape,
+    expect_dict,
+    expect_mask,
+    expect_tensor,
+    first_difference,
+    fmt_index,
 )
+from ._kit import Case, Slip, first_slip, passed, run_cases, seeded
 
 __all__ = [
     "check_cross_attention_mask",
@@ -21,7 +32,7 @@ __all__ = [
 
 
 def _cross_mask_cases():
-    """(description, src ids (B, T_s) with <pad> = 0, T_t) for the mask check.
+    """Source ids ``(B, T_s)`` padded with ``<pad>`` = 0, and a target length.
 
     The second case has B == T_t, where a (B, T_s) mask broadcasts without an
     error but pairs query i with the padding of sentence i.
@@ -29,22 +40,22 @@ def _cross_mask_cases():
     generator = torch.Generator().manual_seed(6)
     cases = []
     for lengths, T_t in (([5, 3, 1], 4), ([4, 2, 3, 1], 4), ([3], 2)):
-        T_s = max(lengths)
-        src = torch.randint(3, 39, (len(lengths), T_s), generator=generator)
+        src = torch.randint(3, 39, (len(lengths), max(lengths)), generator=generator)
         for b, n in enumerate(lengths):
             src[b, n:] = 0  # <pad> after the real tokens
-        cases.append((f"source lengths {lengths} and T_t = {T_t}", src, T_t))
+        cases.append(Case(f"source lengths {lengths} and T_t = {T_t}", (src, T_t)))
     return cases
 
 
 def check_cross_attention_mask(fn):
     """Check a function that builds the cross-attention mask of a padded batch.
 
-    ``fn(src, T_t)`` gets source ids ``(B, T_s)`` padded with ``<pad>`` (id 0) and
-    the target length ``T_t``, and must return a bool mask that broadcasts against
-    the cross-attention scores ``(B, H, T_t, T_s)``: ``True`` (may attend) for
-    every real source token, ``False`` for padding, the same for every head and
-    every target position. ``(B, 1, 1, T_s)`` and ``(B, 1, T_t, T_s)`` both work.
+    Introduced in Chapter 6. ``fn(src, T_t)`` gets source ids ``(B, T_s)`` padded
+    with ``<pad>`` (id 0) and the target length ``T_t``, and must return a bool
+    mask that broadcasts against the cross-attention scores ``(B, H, T_t, T_s)``:
+    ``True`` (may attend) for every real source token, ``False`` for padding, the
+    same for every head and every target position. ``(B, 1, 1, T_s)`` and ``(B, 1,
+    T_t, T_s)`` both work.
 
     Parameters
     ----------
@@ -59,13 +70,18 @@ def check_cross_attention_mask(fn):
     Raises
     ------
     AssertionError
-        If ``fn`` raises or returns a wrong mask; a ``(B, T_s)`` mask that does not
-        broadcast, or broadcasts wrongly because ``B == T_t``, an inverted mask, a
-        causal mask and a float mask are named.
+        If ``fn`` raises, changes ``src``, or returns a wrong mask; a float mask, a
+        ``(B, T_s)`` mask that does not broadcast, or broadcasts wrongly because
+        ``B == T_t``, an inverted mask and a causal mask are named.
+    TypeError
+        If ``fn`` is not a function, e.g. a mask it returned.
 
     Shapes
     ------
-    src : (B, T_s); fn(src, T_t) : broadcastable to (B, H, T_t, T_s), bool.
+    Letters: see attn_course.shapes.
+    src : (B, T_s)
+    mask : (B, 1, 1, T_s)
+    scores : (B, H, T_t, T_s)
 
     Examples
     --------
@@ -81,27 +97,27 @@ def check_cross_attention_mask(fn):
     AssertionError: check_cross_attention_mask: your mask for source lengths ...
     """
     check = "check_cross_attention_mask"
-    _require_callable(fn, check, "my_cross_mask")
     H = 2
-    for description, src, T_t in _cross_mask_cases():
+
+    def verify(case, mask):
+        src, T_t = case.args
         B, T_s = src.shape
         scores_shape = (B, H, T_t, T_s)
         real = src != 0  # (B, T_s)
-        expected = real[:, None, None, :].expand(scores_shape)  # (B, H, T_t, T_s)
-        name = f"{check}: your mask for {description}"
-        mask = _call(fn, check, (src.clone(), T_t), description)
-        mask = _require_tensor(mask, name)
+        expected = real[:, None, None, :].expand(scores_shape)  # -> (B, H, T_t, T_s)
+        name = f"{check}: your mask for {case.description}"
+        mask = expect_tensor(mask, name)
         if mask.dtype != torch.bool:
             raise AssertionError(
                 f"{name}: dtype is {mask.dtype}, not bool. Compare the ids with the "
                 "<pad> id, src != 0, which gives bool directly (True = real token = "
                 "may attend); a float mask of 0 and 1 would be added to the scores."
             )
+        two_d = tuple(mask.shape) == (B, T_s)
         try:
             broadcast = torch.broadcast_shapes(tuple(mask.shape), scores_shape)
         except RuntimeError:
             broadcast = None
-        two_d = tuple(mask.shape) == (B, T_s)
         if broadcast != scores_shape:
             fix = "give it the shape (B, 1, 1, T_s) or (B, 1, T_t, T_s)"
             if two_d:
@@ -116,74 +132,132 @@ def check_cross_attention_mask(fn):
                 f"shape {scores_shape} (B, H, T_t, T_s); {fix}."
             )
         mask = mask.expand(scores_shape)
-        if torch.equal(mask, expected):
-            continue
-        if two_d:
-            hint = (
-                f"your mask has shape (B, T_s) = {(B, T_s)}. It broadcasts only "
-                f"because B = T_t = {B}, and then query row i gets the padding of "
-                "sentence i instead of its own sentence's: a silent bug. Insert the "
-                "head and query dimensions: mask[:, None, None, :] -> (B, 1, 1, T_s)"
-            )
-        elif torch.equal(mask, ~expected):
-            hint = _INVERTED
-        elif torch.equal(mask, expected & torch.ones(T_t, T_s, dtype=bool).tril()):
-            hint = (
-                "your mask is also causal. Cross-attention is never causal: the "
-                "source sentence is complete before decoding starts, so every "
-                "target position may see every real source token"
-            )
-        else:
-            index = _first_difference(mask, expected)
+
+        def wrong_entry():
+            index = first_difference(mask, expected)
             b, _, i, j = index
             should = "a real token" if bool(real[b, j]) else "padding"
-            hint = (
-                f"entry {_fmt_index(index)} is {bool(mask[index])}, but source "
+            return (
+                f"entry {fmt_index(index)} is {bool(mask[index])}, but source "
                 f"position {j} of sentence {b} is {should} (for every head and "
                 f"target position, e.g. {i})"
             )
-        raise AssertionError(f"{name}: {hint}.\nsource ids:\n{src}")
-    print(
-        f"✅ {check}: your mask is correct for 3 padded batches; every target "
-        "position of every head may attend to the real source tokens and to no "
-        "padding."
+
+        slips = [
+            Slip(
+                (lambda _: True) if two_d else None,
+                f"your mask has shape (B, T_s) = {(B, T_s)}. It broadcasts only "
+                f"because B = T_t = {B}, and then query row i gets the padding of "
+                "sentence i instead of its own sentence's: a silent bug. Insert the "
+                "head and query dimensions: mask[:, None, None, :] -> (B, 1, 1, T_s)",
+            ),
+            Slip(~expected, INVERTED),
+            Slip(
+                expected & torch.ones(T_t, T_s, dtype=torch.bool).tril(),
+                "your mask is also causal. Cross-attention is never causal: the "
+                "source sentence is complete before decoding starts, so every "
+                "target position may see every real source token",
+            ),
+        ]
+        expect_mask(
+            mask,
+            expected,
+            slips,
+            name,
+            otherwise=wrong_entry,
+            shown=f"source ids:\n{src}",
+        )
+
+    run_cases(
+        check,
+        fn,
+        _cross_mask_cases(),
+        verify,
+        example="my_cross_mask",
+        names=("src", "T_t"),
+        fix="change a copy instead, e.g. src = src.clone().",
+        success="your mask is correct for 3 padded batches; every target position "
+        "of every head may attend to the real source tokens and to no padding.",
     )
 
 
 _SHAPE_KEYS = ("W_query", "W_key", "W_value", "out_proj", "weights", "output")
 
 
+def _shape_slips(key, right, d_memory):
+    """The known slips in predicting the shape ``right`` of ``key``."""
+    B, H, T_q, T_k = right if key == "weights" else (None,) * 4
+    return [
+        Slip(
+            right[::-1] if key in ("W_query", "W_key", "W_value", "out_proj") else None,
+            "nn.Linear(in_features, out_features) stores its weight as "
+            "(out_features, in_features), the transpose of the x @ W convention: "
+            "it computes x @ weight.T.",
+        ),
+        Slip(
+            (B, H, T_k, T_q) if key == "weights" else None,
+            "Rows are queries and columns keys: the T_q target positions ask, the "
+            "T_k source tokens answer, so (B, H, T_q, T_k).",
+        ),
+        Slip(
+            (B, T_q, T_k) if key == "weights" else None,
+            "Each head has its own weights: keep the head dimension H.",
+        ),
+        Slip(
+            (T_q, T_k) if key == "weights" else None,
+            "Each head has its own weights: keep the head dimension H.",
+        ),
+        Slip(
+            (lambda _: True) if key in ("W_key", "W_value") else None,
+            "Keys and values are computed from the memory (the encoder output, "
+            f"width d_memory = {d_memory}), not from the queries.",
+        ),
+    ]
+
+
 def check_cross_attention_shapes(
-    answer, *, d_in, d_context, d_out, num_heads, batch_size, T_q, T_k
+    answer, *, d_in, d_memory, d_out, num_heads, batch_size, T_q, T_k
 ):
     """Check predicted shapes and parameter count of a :class:`CrossAttention`.
 
-    ``answer`` is a dict with the shapes of ``W_query.weight``, ``W_key.weight``,
-    ``W_value.weight`` and ``out_proj.weight`` of
-    ``CrossAttention(d_in, d_out, num_heads, d_context=d_context)``, the shapes of
-    its attention ``weights`` and ``output`` for queries ``(batch_size, T_q, d_in)``
-    and a context ``(batch_size, T_k, d_context)``, and its ``num_parameters``.
-    The reference is the real module, built and run here.
+    Introduced in Chapter 6. ``answer`` is a dict with the shapes of
+    ``W_query.weight``, ``W_key.weight``, ``W_value.weight`` and
+    ``out_proj.weight`` of ``CrossAttention(d_in, d_out, num_heads,
+    d_memory=d_memory)``, the shapes of its attention ``weights`` and ``output``
+    for ``batch_size`` sequences of ``T_q`` queries reading a memory of ``T_k``
+    tokens, and its ``num_parameters``. The reference is the real module, built
+    and run here.
 
     Parameters
     ----------
     answer : dict
         Keys ``"W_query"``, ``"W_key"``, ``"W_value"``, ``"out_proj"``,
         ``"weights"``, ``"output"`` (tuples of ints) and ``"num_parameters"`` (int).
-    d_in, d_context, d_out, num_heads, batch_size, T_q, T_k : int
+    d_in, d_memory, d_out, num_heads, batch_size, T_q, T_k : int
         The sizes of the exercise.
 
     Returns
     -------
     None
-        Prints one line starting with ✅ when every prediction is right.
+        Prints one line starting with ✅ when all 7 predictions are right.
 
     Raises
     ------
     AssertionError
         For a missing key or a wrong prediction; transposed ``nn.Linear`` weights,
-        swapped query and key lengths, a missing head dimension and a parameter count
-        without the biases are named.
+        swapped query and key lengths, a missing head dimension, keys and values
+        sized from the queries, and a parameter count without the biases are named.
+    TypeError, ValueError
+        If a size is not a positive int, or ``d_out`` is not divisible by
+        ``num_heads`` (a mistake in the call).
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    x : (B, T_q, d_in)
+    memory : (B, T_k, d_memory)
+    weights : (B, H, T_q, T_k)
+    output : (B, T_q, d_out)
 
     Examples
     --------
@@ -192,29 +266,37 @@ def check_cross_attention_shapes(
     ...     "weights": (1, 2, 3, 5), "output": (1, 3, 4), "num_parameters": 84,
     ... }
     >>> check_cross_attention_shapes(
-    ...     answer, d_in=4, d_context=6, d_out=4, num_heads=2, batch_size=1, T_q=3,
+    ...     answer, d_in=4, d_memory=6, d_out=4, num_heads=2, batch_size=1, T_q=3,
     ...     T_k=5,
     ... )  # doctest: +NORMALIZE_WHITESPACE
     ✅ check_cross_attention_shapes: all 7 predictions are right for
-    CrossAttention(d_in=4, d_out=4, num_heads=2, d_context=6) on 3 queries and 5
+    CrossAttention(d_in=4, d_out=4, num_heads=2, d_memory=6) on 3 queries and 5
     keys.
     """
-    from ..modules import CrossAttention  # imported here, where it is needed
+    from ..modules import CrossAttention
 
     check = "check_cross_attention_shapes"
-    if not isinstance(answer, dict):
-        raise AssertionError(
-            f"{check}: expected a dict such as {{'W_query': (d_out, d_in), ...}}, "
-            f"got {type(answer).__name__}."
-        )
+    sizes = {
+        "d_in": d_in,
+        "d_memory": d_memory,
+        "d_out": d_out,
+        "num_heads": num_heads,
+        "batch_size": batch_size,
+        "T_q": T_q,
+        "T_k": T_k,
+    }
+    d_in, d_memory, d_out, H, B, T_q, T_k = (
+        require_int(n, name) for name, n in sizes.items()
+    )
+    with seeded(0):
+        module = CrossAttention(d_in, d_out, H, d_memory=d_memory)
+    answer = expect_dict(answer, check, "{'W_query': (d_out, d_in), ...}")
     missing = [key for key in (*_SHAPE_KEYS, "num_parameters") if key not in answer]
     if missing:
         raise AssertionError(f"{check}: your dict lacks the keys {missing}.")
-    torch.manual_seed(0)
-    module = CrossAttention(d_in, d_out, num_heads, d_context=d_context)
-    x = torch.zeros(batch_size, T_q, d_in)
-    context = torch.zeros(batch_size, T_k, d_context)
-    output, weights = module(x, context, return_weights=True)
+    x, memory = torch.zeros(B, T_q, d_in), torch.zeros(B, T_k, d_memory)
+    with torch.no_grad():
+        output, weights = module(x, memory, return_weights=True)
     expected = {
         "W_query": tuple(module.W_query.weight.shape),
         "W_key": tuple(module.W_key.weight.shape),
@@ -224,77 +306,67 @@ def check_cross_attention_shapes(
         "output": tuple(output.shape),
     }
     for key in _SHAPE_KEYS:
-        value = answer[key]
-        try:
-            received = tuple(int(n) for n in value)
-        except (TypeError, ValueError):
+        received, right = as_shape(answer[key]), expected[key]
+        if received is None:
             raise AssertionError(
                 f"{check}: answer[{key!r}] must be a shape such as (2, 3), got "
-                f"{value!r}."
-            ) from None
-        right = expected[key]
-        if received == right:
-            continue
-        hint = ""
-        if key.startswith(("W_", "out_")) and received == right[::-1]:
-            hint = (
-                " nn.Linear(in_features, out_features) stores its weight as "
-                "(out_features, in_features), the transpose of the x @ W "
-                "convention: it computes x @ weight.T."
+                f"{answer[key]!r}."
             )
-        elif key == "weights" and received == (*right[:2], right[3], right[2]):
-            hint = (
-                " Rows are queries and columns keys: the T_q target positions ask, "
-                "the T_k source tokens answer, so (B, H, T_q, T_k)."
+        if received != right:
+            why = first_slip(
+                received, _shape_slips(key, right, d_memory), atol=0, rtol=0
             )
-        elif key == "weights" and received in (
-            (right[0], right[2], right[3]),
-            right[2:],
-        ):
-            hint = " Each head has its own weights: keep the head dimension H."
-        elif key == "W_key" or key == "W_value":
-            hint = (
-                " Keys and values are computed from the context (the encoder "
-                f"output, width d_context = {d_context}), not from the queries."
+            raise AssertionError(
+                f"{check}: answer[{key!r}] is {received}, but the module gives "
+                f"{right}." + (f" {why}" if why else "")
             )
-        raise AssertionError(
-            f"{check}: answer[{key!r}] is {received}, but the module gives {right}."
-            f"{hint}"
-        )
     count = sum(p.numel() for p in module.parameters())
     received = answer["num_parameters"]
     if received != count:
         weights_only = sum(p.numel() for p in module.parameters() if p.dim() == 2)
-        hint = ""
-        if received == weights_only:
-            hint = (
-                f" You counted the weight matrices only: out_proj also has a bias of "
+        slips = [
+            Slip(
+                weights_only,
+                "You counted the weight matrices only: out_proj also has a bias of "
                 f"{d_out} numbers (the query, key and value projections have none, "
-                "qkv_bias=False)."
-            )
-        elif received == weights_only + 4 * d_out:
-            hint = (
-                " Only out_proj has a bias here: qkv_bias=False gives the query, "
-                "key and value projections none."
-            )
+                "qkv_bias=False).",
+            ),
+            Slip(
+                weights_only + 4 * d_out,
+                "Only out_proj has a bias here: qkv_bias=False gives the query, key "
+                "and value projections none.",
+            ),
+        ]
+        why = first_slip(received, slips, atol=0, rtol=0)
         raise AssertionError(
             f"{check}: answer['num_parameters'] is {received!r}, but the module has "
-            f"{count}.{hint}"
+            f"{count}." + (f" {why}" if why else "")
         )
-    print(
-        f"✅ {check}: all 7 predictions are right for CrossAttention(d_in={d_in}, "
-        f"d_out={d_out}, num_heads={num_heads}, d_context={d_context}) on {T_q} "
-        f"queries and {T_k} keys."
+    passed(
+        check,
+        f"all 7 predictions are right for CrossAttention(d_in={d_in}, d_out={d_out}, "
+        f"num_heads={H}, d_memory={d_memory}) on {T_q} queries and {T_k} keys.",
     )
 
 
-def _detector_models():
-    """(description, model, sees the future?) for check_future_detector."""
+def _detector_cases():
+    """A causal decoder and one without the causal mask, each on two batches of
+    ``(src, tgt_in)``; whether the model sees the future as data."""
     from ..seq2seq import Seq2SeqConfig, Seq2SeqTransformer
 
-    models = []
+    generator = torch.Generator().manual_seed(6)
+    batches = [
+        (
+            torch.randint(3, 11, (2, 6), generator=generator),
+            torch.randint(3, 13, (2, 5), generator=generator),
+        ),
+        (
+            torch.randint(3, 11, (3, 4), generator=generator),
+            torch.randint(3, 13, (3, 7), generator=generator),
+        ),
+    ]
+    cases = []
     for causal in (True, False):
-        torch.manual_seed(0)
         config = Seq2SeqConfig(
             11,
             13,
@@ -304,19 +376,24 @@ def _detector_models():
             d_ff=32,
             causal_decoder=causal,
         )
-        name = "a causal decoder" if causal else "a decoder without the causal mask"
-        models.append((name, Seq2SeqTransformer(config).eval(), not causal))
-    return models
+        with seeded(0):
+            model = Seq2SeqTransformer(config).eval()
+        text = "a causal decoder" if causal else "a decoder without the causal mask"
+        for src, tgt_in in batches:
+            where = f"{text} and tgt_in of shape {tuple(tgt_in.shape)}"
+            cases.append(Case(where, (model, src, tgt_in), not causal))
+    return cases
 
 
 def check_future_detector(fn):
     """Check a function that tells whether a decoder can see future target tokens.
 
-    ``fn(model, src, tgt_in)`` gets a :class:`attn_course.Seq2SeqTransformer`,
-    source ids ``(B, T_s)`` and target ids ``(B, T_t)``, and must return ``True``
-    if some logit depends on a *later* target token (the decoder sees the future)
-    and ``False`` if not. It is tried on a causal decoder and on one built with
-    ``causal_decoder=False``, for two batches.
+    Introduced in Chapter 6. ``fn(model, src, tgt_in)`` gets a
+    :class:`attn_course.Seq2SeqTransformer`, source ids ``(B, T_s)`` and target ids
+    ``(B, T_t)``, and must return ``True`` if some logit depends on a *later*
+    target token (the decoder sees the future) and ``False`` if not. It is tried on
+    a causal decoder and on one built with ``causal_decoder=False``, for two
+    batches.
 
     Parameters
     ----------
@@ -331,11 +408,20 @@ def check_future_detector(fn):
     Raises
     ------
     AssertionError
-        If ``fn`` raises, returns something that is not a bool, changes its inputs
-        in place, or gives a wrong answer (with the likely reason).
+        If ``fn`` raises, changes its inputs in place, returns something that is
+        not a bool, or gives a wrong answer (with the likely reason).
+    TypeError
+        If ``fn`` is not a function, e.g. the bool it returned.
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    src : (B, T_s)
+    tgt_in : (B, T_t)
 
     Examples
     --------
+    >>> import torch
     >>> def sees_the_future(model, src, tgt_in):
     ...     changed = tgt_in.clone()
     ...     changed[:, -1] = (changed[:, -1] + 1) % 10 + 3  # change the last token
@@ -346,53 +432,41 @@ def check_future_detector(fn):
     causal decoder and catches the one without the causal mask.
     """
     check = "check_future_detector"
-    _require_callable(fn, check, "sees_the_future")
-    generator = torch.Generator().manual_seed(6)
-    batches = [
-        (
-            torch.randint(3, 11, (2, 6), generator=generator),
-            torch.randint(3, 13, (2, 5), generator=generator),
-        ),
-        (
-            torch.randint(3, 11, (3, 4), generator=generator),
-            torch.randint(3, 13, (3, 7), generator=generator),
-        ),
-    ]
-    for description, model, leaks in _detector_models():
-        for src, tgt_in in batches:
-            where = f" for {description} and tgt_in of shape {tuple(tgt_in.shape)}"
-            src_copy, tgt_copy = src.clone(), tgt_in.clone()
-            with torch.no_grad():
-                answer = _call(fn, check, (model, src_copy, tgt_copy), where[5:])
-            if not (torch.equal(src_copy, src) and torch.equal(tgt_copy, tgt_in)):
-                raise AssertionError(
-                    f"{check}: your function changed src or tgt_in in place{where}; "
-                    "change a copy instead: changed = tgt_in.clone()."
-                )
-            if isinstance(answer, torch.Tensor) and answer.numel() == 1:
-                answer = bool(answer)
-            if not isinstance(answer, bool):
-                raise AssertionError(
-                    f"{check}: expected True or False{where}, got "
-                    f"{type(answer).__name__} {answer!r}."
-                )
-            if answer == leaks:
-                continue
-            if leaks:
-                hint = (
-                    "it missed a decoder that sees the future. Change a target token "
-                    "that has positions before it (the last one is a good choice) "
-                    "and compare the logits at the positions BEFORE it: with the "
-                    "leak, they change"
-                )
-            else:
-                hint = (
-                    "it flagged the causal decoder. The logits at the changed "
-                    "position and after it may change (they see the new token); "
-                    "compare only the positions before it"
-                )
-            raise AssertionError(f"{check}: wrong answer {answer}{where}: {hint}.")
-    print(
-        f"✅ {check}: your detector is right on 2 batches: it clears the causal "
-        "decoder and catches the one without the causal mask."
+
+    def verify(case, answer):
+        leaks = case.data
+        if isinstance(answer, torch.Tensor) and answer.numel() == 1:
+            answer = bool(answer)
+        if not isinstance(answer, bool):
+            raise AssertionError(
+                f"{check}: expected True or False{case.where}, got "
+                f"{type(answer).__name__} {answer!r}."
+            )
+        if answer == leaks:
+            return
+        if leaks:
+            hint = (
+                "it missed a decoder that sees the future. Change a target token "
+                "that has positions before it (the last one is a good choice) and "
+                "compare the logits at the positions BEFORE it: with the leak, they "
+                "change"
+            )
+        else:
+            hint = (
+                "it flagged the causal decoder. The logits at the changed position "
+                "and after it may change (they see the new token); compare only the "
+                "positions before it"
+            )
+        raise AssertionError(f"{check}: wrong answer {answer}{case.where}: {hint}.")
+
+    run_cases(
+        check,
+        fn,
+        _detector_cases(),
+        verify,
+        example="sees_the_future",
+        names=("model", "src", "tgt_in"),
+        fix="change a copy instead: changed = tgt_in.clone().",
+        success="your detector is right on 2 batches: it clears the causal decoder "
+        "and catches the one without the causal mask.",
     )

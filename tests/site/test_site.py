@@ -4,174 +4,201 @@ Run after ``jupyter-book build`` (``make site-check``; ``make test`` does both).
 page of the table of contents is served from ``_build/html`` on 127.0.0.1 and opened in
 headless Chromium, where every request to any other host is refused. A page passes when
 it loads with no console errors and no failed requests, its math is typeset by the
-MathJax copy served from the site itself, and every figure has loaded.
+MathJax copy served from the site itself, and every figure has loaded. A full-page
+screenshot of each page is written to ``_build/screenshots/``.
 
-Where Chromium is missing the checks are skipped with the reason, unless the variable
-``REQUIRE_BROWSER=1`` is set (as CI does), which turns the skip into a failure.
+Every page is loaded once, a few at a time, in the session's one browser (see
+``conftest.py``); the tests then read what was recorded for their page.
 """
 
 from __future__ import annotations
 
-import functools
-import http.server
-import os
-import shutil
-import threading
+import asyncio
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
-from notebooks import ROOT, resolve_entry, toc_entries
+
+from tools.toc import ROOT, resolve_entry, toc_entries
 
 HTML = ROOT / "_build" / "html"
 SCREENSHOTS = ROOT / "_build" / "screenshots"
-CHROMIUM_CANDIDATES = ("chromium", "chromium-browser", "google-chrome")
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 MATHJAX_TIMEOUT_MS = 20_000
+# A page has settled when no request has been open for this long after MathJax
+# finished; SETTLE_TIMEOUT_S bounds the wait.
+QUIET_S = 0.3
+SETTLE_TIMEOUT_S = 20.0
+# Pages loading at the same time: a page spends much of its load waiting (for its
+# files, MathJax, the screenshot), so more pages than cores keep the cores busy.
+PAGES_AT_ONCE = 6
+FROM_DISK = "chapters/01_toy_attention.html"
 
 pytestmark = pytest.mark.site
 
-
 PAGES = {Path(entry).with_suffix(".html").as_posix(): entry for entry in toc_entries()}
 
+MATH_FACTS = """() => {
+    const main = document.querySelector('main') || document.body;
+    const math = main.querySelectorAll('.math, span.math, div.math').length;
+    const typeset = main.querySelectorAll('mjx-container').length;
+    const prose = main.cloneNode(true);
+    prose.querySelectorAll('pre, code, script, style, mjx-container')
+        .forEach((node) => node.remove());
+    const text = prose.textContent;
+    const raw = ['\\\\(', '\\\\[', '$$'].filter((mark) => text.includes(mark));
+    return {math, typeset, raw};
+}"""
 
-def _find_chromium() -> str | None:
-    explicit = os.environ.get("CHROMIUM")
-    if explicit:
-        return explicit
-    return next(filter(None, map(shutil.which, CHROMIUM_CANDIDATES)), None)
-
-
-def _skip_or_fail(reason: str):
-    if os.environ.get("REQUIRE_BROWSER") == "1":
-        pytest.fail(f"{reason} (REQUIRE_BROWSER=1, so this is a failure)")
-    pytest.skip(f"browser check of the built site SKIPPED: {reason}")
-
-
-@pytest.fixture(scope="module")
-def site_url():
-    if not (HTML / "index.html").exists():
-        pytest.fail(
-            f"{HTML / 'index.html'} is missing; build the site with `make book`"
-        )
-    handler = functools.partial(_QuietHandler, directory=str(HTML))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002 - the base class's name
-        pass
-
-
-@pytest.fixture(scope="module")
-def browser():
-    executable = _find_chromium()
-    if executable is None:
-        _skip_or_fail(
-            "no Chromium found (install it with `apt-get install chromium`, "
-            "or set CHROMIUM=/path/to/chromium)"
-        )
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _skip_or_fail(
-            "the playwright package is not installed (`make test` installs it)"
-        )
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=executable, headless=True, args=CHROMIUM_FLAGS
-        )
-        yield browser
-        browser.close()
+IMAGE_FACTS = """() => Array.from(document.querySelectorAll('main img')).map((img) => ({
+    src: img.getAttribute('src').slice(0, 60),
+    complete: img.complete,
+    width: img.naturalWidth,
+}))"""
 
 
 class PageLog:
-    """Everything that went wrong while one page loaded."""
+    """Everything that went wrong while one page loaded, and its open requests."""
 
     def __init__(self, page, site_url: str):
         self.problems: list[str] = []
-        origin = urlparse(site_url).netloc
+        self.origin = urlparse(site_url).netloc
+        self.open_requests: set = set()
+        self.last_change = time.monotonic()
         page.on("console", self._on_console)
         page.on("pageerror", lambda error: self.problems.append(f"page error: {error}"))
+        page.on("request", self._on_request)
+        page.on("requestfinished", self._on_request_done)
         page.on("requestfailed", self._on_request_failed)
         page.on("response", self._on_response)
-        page.route("**/*", lambda route: self._route(route, origin))
 
-    def _route(self, route, origin: str):
+    async def route(self, route):
+        """Let requests to the site itself through; refuse every other host."""
         url = urlparse(route.request.url)
-        if url.scheme in ("data", "blob") or url.netloc == origin:
-            route.continue_()
+        if url.scheme in ("data", "blob") or url.netloc == self.origin:
+            await route.continue_()
         else:
             self.problems.append(f"request off the site (no network): {url.geturl()}")
-            route.abort("internetdisconnected")
+            await route.abort("internetdisconnected")
 
     def _on_console(self, message):
         if message.type == "error":
             self.problems.append(f"console error: {message.text}")
 
+    def _on_request(self, request):
+        self.open_requests.add(request)
+        self.last_change = time.monotonic()
+
+    def _on_request_done(self, request):
+        self.open_requests.discard(request)
+        self.last_change = time.monotonic()
+
     def _on_request_failed(self, request):
+        self._on_request_done(request)
         self.problems.append(f"failed request: {request.url} ({request.failure})")
 
     def _on_response(self, response):
         if response.status >= 400:
             self.problems.append(f"HTTP {response.status}: {response.url}")
 
+    async def settled(self):
+        """Wait until no request has been open for QUIET_S seconds."""
+        deadline = time.monotonic() + SETTLE_TIMEOUT_S
+        while self.open_requests or time.monotonic() - self.last_change < QUIET_S:
+            if time.monotonic() > deadline:
+                urls = sorted(request.url for request in self.open_requests)
+                self.problems.append(
+                    f"requests still open after {SETTLE_TIMEOUT_S:.0f} s: {urls}"
+                )
+                return
+            await asyncio.sleep(0.05)
+
+
+@dataclass
+class Visit:
+    """What one page showed: its problems, math and figures."""
+
+    problems: list[str] = field(default_factory=list)
+    math: dict | None = None
+    images: list[dict] | None = None
+
+
+async def _visit(context, url: str, origin_url: str, screenshot: Path | None) -> Visit:
+    page = await context.new_page()
+    log = PageLog(page, origin_url)
+    await page.route("**/*", log.route)
+    visit = Visit(problems=log.problems)
+    try:
+        response = await page.goto(url, wait_until="load")
+        if url.startswith("http") and (response is None or not response.ok):
+            status = response.status if response is not None else "no response"
+            log.problems.append(f"the page did not load ({status})")
+        if await page.locator('script[src*="mathjax"]').count():
+            # MathJax typesets after load; wait until it says it has finished.
+            await page.wait_for_function(
+                "() => window.MathJax && MathJax.startup && MathJax.startup.promise",
+                timeout=MATHJAX_TIMEOUT_MS,
+                polling=100,
+            )
+            await page.evaluate("() => MathJax.startup.promise")
+        await log.settled()
+        if screenshot is not None:
+            await page.screenshot(path=str(screenshot), full_page=True)
+        visit.math = await page.evaluate(MATH_FACTS)
+        visit.images = await page.evaluate(IMAGE_FACTS)
+    except Exception as error:  # a timeout or a crash is that page's failure
+        log.problems.append(f"the check could not finish: {error!r}")
+    finally:
+        await page.close()
+    return visit
+
+
+async def _visit_all(context, site_url: str) -> dict[str, Visit]:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    slots = asyncio.Semaphore(PAGES_AT_ONCE)
+    jobs = {
+        name: (
+            f"{site_url}/{name}",
+            site_url,
+            SCREENSHOTS / (name.replace("/", "__") + ".png"),
+        )
+        for name in sorted(PAGES)
+    }
+    # Readers also open _build/html straight from disk.
+    disk = (HTML / FROM_DISK).as_uri()
+    jobs["file://" + FROM_DISK] = (disk, disk, None)
+
+    async def one(args):
+        async with slots:
+            return await _visit(context, *args)
+
+    results = await asyncio.gather(*(one(args) for args in jobs.values()))
+    return dict(zip(jobs, results, strict=True))
+
+
+@pytest.fixture(scope="session")
+def visits(browser, site_url) -> dict[str, Visit]:
+    """Every page of the table of contents, and Chapter 1 opened from disk, each
+    loaded once: ``{page name: Visit}``, the disk visit under ``file://<name>``."""
+    return browser.run(_visit_all(browser.context, site_url))
+
 
 @pytest.fixture(params=sorted(PAGES), ids=sorted(PAGES))
-def loaded_page(request, browser, site_url):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    log = PageLog(page, site_url)
-    response = page.goto(f"{site_url}/{request.param}", wait_until="load")
-    assert response is not None and response.ok, f"{request.param} did not load"
-    page.wait_for_load_state("networkidle")
-    if page.locator('script[src*="mathjax"]').count():
-        # MathJax typesets after load; wait until it says it has finished.
-        page.wait_for_function(
-            "() => window.MathJax && MathJax.startup && MathJax.startup.promise",
-            timeout=MATHJAX_TIMEOUT_MS,
-        )
-        page.evaluate("() => MathJax.startup.promise")
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    shot = SCREENSHOTS / (request.param.replace("/", "__") + ".png")
-    page.screenshot(path=str(shot), full_page=True)
-    yield request.param, page, log
-    context.close()
+def visited(request, visits):
+    name = request.param
+    return name, visits[name]
 
 
-def test_page_loads_cleanly(loaded_page):
-    name, _, log = loaded_page
-    assert not log.problems, f"{name}:\n" + "\n".join(log.problems)
+def test_page_loads_cleanly(visited):
+    name, visit = visited
+    assert not visit.problems, f"{name}:\n" + "\n".join(visit.problems)
 
 
-def test_math_is_typeset(loaded_page):
-    name, page, _ = loaded_page
-    facts = page.evaluate(
-        """() => {
-            const main = document.querySelector('main') || document.body;
-            const math = main.querySelectorAll('.math, span.math, div.math').length;
-            const typeset = main.querySelectorAll('mjx-container').length;
-            const prose = main.cloneNode(true);
-            prose.querySelectorAll('pre, code, script, style, mjx-container')
-                .forEach((node) => node.remove());
-            const text = prose.textContent;
-            const raw = ['\\\\(', '\\\\[', '$$'].filter((mark) => text.includes(mark));
-            return {math, typeset, raw};
-        }"""
-    )
+def test_math_is_typeset(visited):
+    name, visit = visited
+    assert visit.math is not None, f"{name}: not checked:\n" + "\n".join(visit.problems)
+    facts = visit.math
     assert facts["typeset"] >= facts["math"], (
         f"{name}: {facts['math']} math elements but only {facts['typeset']} typeset "
         "by MathJax"
@@ -182,19 +209,15 @@ def test_math_is_typeset(loaded_page):
         assert facts["typeset"] > 0, f"{name}: the source has math, the page none"
 
 
-def test_figures_have_loaded(loaded_page):
-    name, page, _ = loaded_page
-    images = page.evaluate(
-        """() => Array.from(document.querySelectorAll('main img')).map((img) => ({
-            src: img.getAttribute('src').slice(0, 60),
-            complete: img.complete,
-            width: img.naturalWidth,
-        }))"""
+def test_figures_have_loaded(visited):
+    name, visit = visited
+    assert visit.images is not None, f"{name}: not checked:\n" + "\n".join(
+        visit.problems
     )
-    broken = [image for image in images if not image["complete"] or image["width"] == 0]
+    broken = [i for i in visit.images if not i["complete"] or i["width"] == 0]
     assert not broken, f"{name}: figures that did not load: {broken}"
     if _is_notebook(PAGES[name]):
-        assert images, f"{name}: a chapter notebook must show at least one figure"
+        assert visit.images, f"{name}: a chapter notebook must show at least one figure"
 
 
 def _is_notebook(entry: str) -> bool:
@@ -206,23 +229,12 @@ def test_every_toc_page_was_built():
     assert not missing, f"pages in _toc.yml with no built HTML: {missing}"
 
 
-def test_a_chapter_works_opened_from_disk(browser):
+def test_a_chapter_works_opened_from_disk(visits):
     """Readers open _build/html/index.html straight from disk: math and figures too."""
-    page_path = HTML / "chapters" / "01_toy_attention.html"
-    context = browser.new_context()
-    page = context.new_page()
-    log = PageLog(page, page_path.as_uri())
-    page.goto(page_path.as_uri(), wait_until="load")
-    page.wait_for_function(
-        "() => window.MathJax && MathJax.startup && MathJax.startup.promise",
-        timeout=MATHJAX_TIMEOUT_MS,
+    visit = visits["file://" + FROM_DISK]
+    assert not visit.problems, "\n".join(visit.problems)
+    assert visit.math["typeset"] > 0, (
+        "no math was typeset when the page was opened from disk"
     )
-    page.evaluate("() => MathJax.startup.promise")
-    typeset = page.locator("mjx-container").count()
-    widths = page.evaluate(
-        "() => Array.from(document.querySelectorAll('main img'), i => i.naturalWidth)"
-    )
-    context.close()
-    assert not log.problems, "\n".join(log.problems)
-    assert typeset > 0, "no math was typeset when the page was opened from disk"
+    widths = [image["width"] for image in visit.images]
     assert widths and min(widths) > 0, f"figures did not load from disk: {widths}"

@@ -1,21 +1,12 @@
-"""Tests for the Chapter 3 self-checks: each with a right and with wrong answers."""
+"""Tests of the Chapter 3 self-checks (attn_course.checks.causal_mask): right
+answers pass, wrong ones are explained."""
 
 import pytest
 import torch
 
 from attn_course import checks
 
-
-def failure(check, *args, **kwargs):
-    """Run a check that must fail; return its message."""
-    with pytest.raises(AssertionError) as info:
-        check(*args, **kwargs)
-    return str(info.value)
-
-
-def lower(T):
-    return torch.ones(T, T, dtype=torch.bool).tril()
-
+from .answers import additive, attend, failure, lower, wrong_call_test
 
 # --- check_causal_mask ---------------------------------------------------------------
 
@@ -93,10 +84,6 @@ def test_check_mha_mask_fn_float_and_in_place_and_wrong_values():
 # --- check_additive_mask -------------------------------------------------------------
 
 
-def additive(T):
-    return torch.zeros(T, T).masked_fill(~lower(T), float("-inf"))
-
-
 def test_check_additive_mask_right_answers(capsys):
     checks.check_additive_mask(additive)
     assert "-inf above it" in capsys.readouterr().out
@@ -131,24 +118,6 @@ def test_check_additive_mask_names_each_mistake(wrong, phrase):
 
 
 # --- check_causal_attention_fn -------------------------------------------------------
-
-
-def attend(q, k, v, *, mask="causal", scale=None, renormalise=True):
-    T = q.shape[-2]
-    scale = k.shape[-1] ** -0.5 if scale is None else scale
-    scores = q @ k.transpose(-2, -1) * scale  # (..., T, T)
-    if mask == "causal":
-        scores = scores.masked_fill(~lower(T), -torch.inf)
-    elif mask == "inverted":
-        scores = scores.masked_fill(lower(T), -torch.inf)
-    elif mask == "nan":
-        scores = scores + torch.triu(torch.ones(T, T), diagonal=1) * float("-inf")
-    weights = torch.softmax(scores, dim=-1)
-    if mask == "after":
-        weights = weights * lower(T)
-        if renormalise:
-            weights = weights / weights.sum(dim=-1, keepdim=True)
-    return weights, weights @ v
 
 
 def test_check_causal_attention_fn_right_answers(capsys):
@@ -186,3 +155,35 @@ def test_check_causal_attention_fn_wrong_context_and_return():
     assert "should return a pair" in failure(
         checks.check_causal_attention_fn, lambda q, k, v: attend(q, k, v)[1]
     )
+
+
+# --- a wrong call of a check ---------------------------------------------------------
+
+CALL_ERRORS = [
+    pytest.param(
+        lambda: checks.check_causal_mask(lower(3)),
+        TypeError,
+        ["got torch.Tensor", "check_causal_mask(my_causal_mask), not"],
+        id="causal-mask-result",
+    ),
+    pytest.param(
+        lambda: checks.check_mha_mask_fn("~mask"),
+        TypeError,
+        ["check_mha_mask_fn(to_mha_mask), not"],
+        id="mha-string",
+    ),
+    pytest.param(
+        lambda: checks.check_additive_mask(additive(3)),
+        TypeError,
+        ["check_additive_mask(additive_causal_mask), not"],
+        id="additive-result",
+    ),
+    pytest.param(
+        lambda: checks.check_causal_attention_fn(torch.nn.Linear(2, 2)),
+        TypeError,
+        ["got a Linear module"],
+        id="causal-attention-module",
+    ),
+]
+
+test_a_wrong_call_is_a_type_or_value_error = wrong_call_test(CALL_ERRORS)

@@ -1,9 +1,9 @@
-"""Find, execute and inspect the course notebooks.
+"""Execute and inspect the course notebooks.
 
-Used by ``make outputs`` (``python tests/notebooks.py execute``) to regenerate every
-stored output, by ``make student`` (``python tests/notebooks.py student DIR``) to write
+Used by ``make outputs`` (``python -m tools.notebooks execute``) to regenerate every
+stored output, by ``make student`` (``python -m tools.notebooks student DIR``) to write
 workshop copies without solutions, and by ``tests/test_notebooks.py`` to check what is
-stored.
+stored. Run it from the repository root.
 """
 
 from __future__ import annotations
@@ -15,60 +15,15 @@ import time
 from pathlib import Path
 
 import nbformat
-import yaml
 from nbclient import NotebookClient
 
-ROOT = Path(__file__).resolve().parent.parent
-CHAPTERS = ROOT / "chapters"
-TOC = ROOT / "_toc.yml"
-PAGE_SUFFIXES = (".ipynb", ".md")
+from tools.toc import ROOT, chapter_notebooks
+
 CELL_TIMEOUT_S = 300
 
 # Execution environment: the same hash seed on every run, so that anything that
 # iterates over a set prints in the same order.
 EXECUTION_ENV = {"PYTHONHASHSEED": "0"}
-
-
-def chapter_pages() -> list[Path]:
-    """Every notebook and Markdown page under ``chapters/``, sorted."""
-    pages = [
-        path
-        for path in CHAPTERS.rglob("*")
-        if path.suffix in PAGE_SUFFIXES and ".ipynb_checkpoints" not in path.parts
-    ]
-    return sorted(pages)
-
-
-def chapter_notebooks() -> list[Path]:
-    """Every notebook under ``chapters/``, sorted."""
-    return [path for path in chapter_pages() if path.suffix == ".ipynb"]
-
-
-def toc_entries(toc_path: Path = TOC) -> list[str]:
-    """The ``root`` and every ``file`` entry of ``_toc.yml``, in order."""
-    toc = yaml.safe_load(toc_path.read_text(encoding="utf-8"))
-    entries = [toc["root"]]
-
-    def walk(node):
-        if isinstance(node, dict):
-            if "file" in node:
-                entries.append(node["file"])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk({key: value for key, value in toc.items() if key != "root"})
-    return entries
-
-
-def resolve_entry(entry: str) -> list[Path]:
-    """The files a ``_toc.yml`` entry may refer to (its suffix is optional)."""
-    base = ROOT / entry
-    if base.suffix in PAGE_SUFFIXES:
-        return [base]
-    return [base.with_suffix(suffix) for suffix in PAGE_SUFFIXES]
 
 
 def stored_output_problems(path: Path) -> list[str]:
@@ -110,24 +65,6 @@ def stored_output_problems(path: Path) -> list[str]:
     kernel = notebook.metadata.get("kernelspec", {}).get("name")
     if kernel != "python3":
         problems.append(f"the kernelspec names {kernel!r}; it must be 'python3'")
-    return problems
-
-
-def toc_problems(toc_path: Path = TOC) -> list[str]:
-    """Pages in ``chapters/`` missing from ``_toc.yml``, and entries with no page."""
-    entries = toc_entries(toc_path)
-    listed = {path.resolve() for entry in entries for path in resolve_entry(entry)}
-    problems = [
-        f"{page.relative_to(ROOT)} is in chapters/ but not in {toc_path.name}: "
-        "add it to the table of contents (or delete it)"
-        for page in chapter_pages()
-        if page.resolve() not in listed
-    ]
-    problems += [
-        f"{toc_path.name} lists {entry!r}, which does not exist"
-        for entry in entries
-        if not any(path.exists() for path in resolve_entry(entry))
-    ]
     return problems
 
 

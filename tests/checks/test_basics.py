@@ -1,4 +1,5 @@
-"""Tests for attn_course.checks: each check with right and with wrong answers."""
+"""Tests of the Chapter 1 self-checks (attn_course.checks.basics): right answers
+pass, wrong ones are explained."""
 
 import numpy as np
 import pytest
@@ -7,30 +8,19 @@ import torch
 from attn_course import checks
 from attn_course.data import hello_shiny_sun, your_journey
 
-
-def stable_softmax(x):
-    x = x - x.max(dim=-1, keepdim=True).values
-    return torch.exp(x) / torch.exp(x).sum(dim=-1, keepdim=True)
-
-
-def naive_softmax(x):
-    return torch.exp(x) / torch.exp(x).sum()
+from .answers import (
+    attention,
+    context_of,
+    failure,
+    naive_softmax,
+    scaled_self_attention,
+    stable_softmax,
+    wrong_call_test,
+)
 
 
 def naive_softmax_rows(x):
     return torch.exp(x) / torch.exp(x).sum(dim=-1, keepdim=True)
-
-
-def attention(inputs):
-    weights = torch.softmax(inputs @ inputs.T, dim=-1)  # (T, T)
-    return weights, weights @ inputs  # (T, D)
-
-
-def failure(check, *args, **kwargs):
-    """Run a check that must fail; return its message."""
-    with pytest.raises(AssertionError) as info:
-        check(*args, **kwargs)
-    return str(info.value)
 
 
 # --- check_close -------------------------------------------------------------------
@@ -179,10 +169,6 @@ def test_check_softmax_wraps_errors_raised_by_the_learner():
     assert "raised RuntimeError on a small vector" in str(info.value)
     assert "dimension out of range: boom" in str(info.value)
     assert isinstance(info.value.__cause__, RuntimeError)
-    with pytest.raises(TypeError, match=r"check_softmax\(softmax\), not"):
-        checks.check_softmax(torch.tensor([1.0]))
-    with pytest.raises(TypeError, match=r"got tuple; pass it without calling it"):
-        checks.check_attention_fn((torch.eye(2), torch.eye(2)))
 
 
 def test_check_softmax_does_not_touch_global_random_state():
@@ -221,8 +207,6 @@ def test_check_context_vector_wrong_answers():
     assert "matches temperature 1" in message
     message = failure(checks.check_context_vector, x.mean(dim=0), x, 1)
     assert "values are off" in message
-    with pytest.raises(ValueError, match="out of range"):
-        checks.check_context_vector(right, x, 3)
 
 
 # --- check_attention_fn ------------------------------------------------------------
@@ -241,11 +225,7 @@ def test_check_attention_fn_wrong_answers():
     assert "should return a pair (weights, context)" in message
     assert "tensor of shape (3, 3)" in message
 
-    def scaled(x):
-        weights = torch.softmax(x @ x.T / x.shape[-1] ** 0.5, dim=-1)
-        return weights, weights @ x
-
-    message = failure(checks.check_attention_fn, scaled)
+    message = failure(checks.check_attention_fn, scaled_self_attention)
     assert "*scaled* attention" in message and "Hello shiny sun!" in message
 
     def transposed_context(x):
@@ -277,3 +257,50 @@ def test_check_attention_fn_wraps_errors():
     message = failure(checks.check_attention_fn, broken)
     assert 'raised RuntimeError on the toy sentence "Hello shiny sun!"' in message
     assert "cannot be multiplied" in message  # PyTorch's own message is kept
+
+
+# --- a wrong call of a check ---------------------------------------------------------
+
+HELLO = hello_shiny_sun().embeddings
+CALL_ERRORS = [
+    pytest.param(
+        lambda: checks.check_softmax(torch.tensor([1.0])),
+        TypeError,
+        ["check_softmax(softmax), not"],
+        id="softmax-result",
+    ),
+    pytest.param(
+        lambda: checks.check_attention_fn((torch.eye(2), torch.eye(2))),
+        TypeError,
+        ["got tuple; pass it without calling it"],
+        id="attention-result",
+    ),
+    pytest.param(
+        lambda: checks.check_context_vector(context_of(HELLO, 1), HELLO, 3),
+        ValueError,
+        ["query_index=3 is out of range"],
+        id="query-index",
+    ),
+    pytest.param(
+        lambda: checks.check_context_vector(
+            context_of(HELLO, 1), HELLO, 1, temperature=0
+        ),
+        ValueError,
+        ["temperature must be a positive finite number"],
+        id="temperature",
+    ),
+    pytest.param(
+        lambda: checks.check_context_vector(context_of(HELLO, 1), "HELLO", 1),
+        TypeError,
+        ["must be a torch.Tensor, got str"],
+        id="inputs",
+    ),
+    pytest.param(
+        lambda: checks.check_close(torch.ones(2), {"a": 1}),
+        TypeError,
+        ["expected must be a tensor or a number/list of numbers, got dict"],
+        id="expected",
+    ),
+]
+
+test_a_wrong_call_is_a_type_or_value_error = wrong_call_test(CALL_ERRORS)

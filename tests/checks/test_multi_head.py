@@ -1,20 +1,21 @@
-"""Tests of the Chapter 5 self-checks (multi-head attention): right answers pass,
-wrong ones are explained."""
+"""Tests of the Chapter 5 self-checks (attn_course.checks.multi_head): right answers
+pass, wrong ones are explained."""
 
 import pytest
 import torch
 
 from attn_course import checks
 
-
-def split_heads(x, num_heads):
-    B, T, D = x.shape
-    return x.view(B, T, num_heads, D // num_heads).transpose(1, 2)
-
-
-def merge_heads(x):
-    B, H, T, d = x.shape
-    return x.transpose(1, 2).contiguous().view(B, T, H * d)
+from .answers import RIGHT_SHAPES as RIGHT
+from .answers import (
+    SETTING,
+    count,
+    merge_heads,
+    merge_without_contiguous,
+    split_heads,
+    valid_head_counts,
+    wrong_call_test,
+)
 
 
 def merge_with_reshape(x):
@@ -38,11 +39,6 @@ def split_without_transpose(x, num_heads):
     return x.view(B, T, num_heads, D // num_heads)
 
 
-def merge_without_contiguous(x):
-    B, H, T, d = x.shape
-    return x.transpose(1, 2).view(B, T, H * d)
-
-
 def merge_straight(x):
     B, H, T, d = x.shape
     return x.reshape(B, T, H * d)
@@ -62,18 +58,6 @@ def test_check_head_split_explains_mistakes(split, merge, message):
     error = TypeError if not callable(split) else AssertionError
     with pytest.raises(error, match=message):
         checks.check_head_split(split, merge)
-
-
-SETTING = {"d_in": 3, "d_out": 12, "num_heads": 3, "batch_size": 2, "num_tokens": 5}
-RIGHT = {
-    "wrapper output": (2, 5, 36),
-    "wrapper weights": (2, 3, 5, 5),
-    "fused output": torch.Size([2, 5, 12]),
-    "fused weights": [2, 3, 5, 5],
-    "queries.view": (2, 5, 3, 4),
-    "queries.transpose": (2, 3, 5, 4),
-    "context.transpose": (2, 5, 3, 4),
-}
 
 
 def test_check_shape_predictions_accepts_right_shapes(capsys):
@@ -112,10 +96,6 @@ def test_check_shape_predictions_leaves_the_global_random_state_alone():
     assert torch.equal(state, torch.random.get_rng_state())
 
 
-def count(d_in, d_out, num_heads, qkv_bias):
-    return 3 * (d_in * d_out + (d_out if qkv_bias else 0)) + d_out * d_out + d_out
-
-
 def test_check_param_count_fn_accepts_the_formula(capsys):
     checks.check_param_count_fn(count)
     assert "2,362,368" in capsys.readouterr().out
@@ -139,10 +119,6 @@ def test_check_param_count_fn_explains_mistakes(fn, message):
         checks.check_param_count_fn(fn)
 
 
-def valid_head_counts(d_out):
-    return [h for h in range(1, d_out + 1) if d_out % h == 0]
-
-
 def test_check_head_counts_fn_accepts_the_divisors(capsys):
     checks.check_head_counts_fn(valid_head_counts)
     assert capsys.readouterr().out.startswith("✅ check_head_counts_fn:")
@@ -160,3 +136,49 @@ def test_check_head_counts_fn_accepts_the_divisors(capsys):
 def test_check_head_counts_fn_explains_mistakes(fn, message):
     with pytest.raises(AssertionError, match=message):
         checks.check_head_counts_fn(fn)
+
+
+# --- a wrong call of a check ---------------------------------------------------------
+
+CALL_ERRORS = [
+    pytest.param(
+        lambda: checks.check_head_split(
+            split_heads, merge_heads(torch.ones(1, 2, 2, 2))
+        ),
+        TypeError,
+        ["check_head_split(merge_heads), not"],
+        id="merge-result",
+    ),
+    pytest.param(
+        lambda: checks.check_shape_predictions(RIGHT, **dict(SETTING, num_heads=3.0)),
+        TypeError,
+        ["num_heads must be an int, got float"],
+        id="num_heads-float",
+    ),
+    pytest.param(
+        lambda: checks.check_shape_predictions(RIGHT, **dict(SETTING, batch_size=0)),
+        ValueError,
+        ["batch_size must be at least 1"],
+        id="batch_size-zero",
+    ),
+    pytest.param(
+        lambda: checks.check_shape_predictions(RIGHT, **dict(SETTING, num_heads=5)),
+        ValueError,
+        ["d_out=12 is not divisible by num_heads=5"],
+        id="not-divisible",
+    ),
+    pytest.param(
+        lambda: checks.check_param_count_fn(count(3, 2, 2, False)),
+        TypeError,
+        ["got int", "check_param_count_fn(count), not"],
+        id="count-result",
+    ),
+    pytest.param(
+        lambda: checks.check_head_counts_fn([1, 2, 4, 8]),
+        TypeError,
+        ["got list"],
+        id="head-counts-result",
+    ),
+]
+
+test_a_wrong_call_is_a_type_or_value_error = wrong_call_test(CALL_ERRORS)

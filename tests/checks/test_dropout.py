@@ -1,16 +1,19 @@
-"""Tests of the Chapter 4 self-checks (dropout): right answers pass, wrong ones are
-explained."""
+"""Tests of the Chapter 4 self-checks (attn_course.checks.dropout): right answers
+pass, wrong ones are explained."""
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from attn_course import checks
 
-
-def dropout(weights, p, generator):
-    keep = torch.rand(weights.shape, generator=generator) >= p
-    return torch.where(keep, weights / (1 - p), 0.0)
+from .answers import (
+    CAUSAL,
+    dropout,
+    eval_forward,
+    global_generator,
+    no_grad_only,
+    wrong_call_test,
+)
 
 
 def bernoulli_dropout(weights, p, generator):
@@ -42,10 +45,6 @@ def times_keep_prob(weights, p, generator):
 def drops_one_minus_p(weights, p, generator):
     keep = torch.bernoulli(torch.full_like(weights, p), generator=generator).bool()
     return torch.where(keep, weights / (1 - p), 0.0)
-
-
-def global_generator(weights, p, generator):
-    return F.dropout(weights, p, training=True)
 
 
 def in_place(weights, p, generator):
@@ -97,9 +96,6 @@ def test_check_dropout_fn_leaves_the_global_random_state_alone():
     assert torch.equal(state, torch.random.get_rng_state())
 
 
-CAUSAL = torch.tensor([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.2, 0.3, 0.5]])
-
-
 def test_check_row_drop_probability_accepts_p_to_the_k(capsys):
     checks.check_row_drop_probability(torch.tensor([0.1, 0.01, 0.001]), CAUSAL, 0.1)
     assert capsys.readouterr().out.startswith("✅ check_row_drop_probability:")
@@ -121,23 +117,9 @@ def test_check_row_drop_probability_explains_mistakes(answer, message):
         checks.check_row_drop_probability(answer, CAUSAL, 0.1)
 
 
-def eval_forward(module, x):
-    was_training = module.training
-    module.eval()
-    try:
-        return module(x)
-    finally:
-        module.train(was_training)
-
-
 def test_check_eval_forward_accepts_a_restoring_function(capsys):
     checks.check_eval_forward(eval_forward)
     assert capsys.readouterr().out.startswith("✅ check_eval_forward:")
-
-
-def no_grad_only(module, x):
-    with torch.no_grad():
-        return module(x)
 
 
 def never_restores(module, x):
@@ -179,3 +161,48 @@ def test_check_eval_forward_leaves_the_global_random_state_alone():
     with pytest.raises(AssertionError):
         checks.check_eval_forward(no_grad_only)
     assert torch.equal(state, torch.random.get_rng_state())
+
+
+# --- a wrong call of a check ---------------------------------------------------------
+
+RIGHT = torch.tensor([0.1, 0.01, 0.001])
+CALL_ERRORS = [
+    pytest.param(
+        lambda: checks.check_dropout_fn(torch.nn.Dropout(0.1)),
+        TypeError,
+        ["got a Dropout module", "check_dropout_fn(dropout), not"],
+        id="dropout-module",
+    ),
+    pytest.param(
+        lambda: checks.check_eval_forward(None),
+        TypeError,
+        ["check_eval_forward(eval_forward), not"],
+        id="eval-none",
+    ),
+    pytest.param(
+        lambda: checks.check_row_drop_probability(RIGHT, CAUSAL, 1.0),
+        ValueError,
+        ["p must be in [0, 1), got p=1.0"],
+        id="p-one",
+    ),
+    pytest.param(
+        lambda: checks.check_row_drop_probability(RIGHT, CAUSAL, "0.1"),
+        TypeError,
+        ["p must be a number, got str"],
+        id="p-string",
+    ),
+    pytest.param(
+        lambda: checks.check_row_drop_probability(RIGHT, CAUSAL.tolist(), 0.1),
+        TypeError,
+        ["weights must be a torch.Tensor, got list"],
+        id="weights-list",
+    ),
+    pytest.param(
+        lambda: checks.check_row_drop_probability(RIGHT, torch.tensor(1.0), 0.1),
+        ValueError,
+        ["weights must have at least one dimension"],
+        id="weights-scalar",
+    ),
+]
+
+test_a_wrong_call_is_a_type_or_value_error = wrong_call_test(CALL_ERRORS)

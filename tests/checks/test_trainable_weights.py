@@ -1,34 +1,27 @@
-"""Tests for the Chapter 2 self-checks: each with a right and with wrong answers."""
+"""Tests of the Chapter 2 self-checks (attn_course.checks.trainable_weights): right
+answers pass, wrong ones are explained."""
 
 import pytest
 import torch
 
-from attn_course import SelfAttentionV1, SelfAttentionV2, checks
-from attn_course.data import your_journey
+from attn_course import SelfAttentionV2, checks
 
-
-def failure(check, *args, **kwargs):
-    """Run a check that must fail; return its message."""
-    with pytest.raises(AssertionError) as info:
-        check(*args, **kwargs)
-    return str(info.value)
-
+from . import answers
+from .answers import (
+    failure,
+    projected,
+    scaled_attention,
+    untransposed,
+    v1_from_v2,
+    wrong_call_test,
+)
 
 # --- check_projected_context ---------------------------------------------------------
 
 
-def projected(x, W_q, W_k, W_v, i, *, scale=None, mix=None):
-    q, keys, values = x[i] @ W_q, x @ W_k, x @ W_v
-    scale = keys.shape[-1] ** -0.5 if scale is None else scale
-    weights = torch.softmax(keys @ q * scale, dim=0)  # (T,)
-    return weights @ (values if mix is None else mix)
-
-
 @pytest.fixture
 def journey_weights():
-    gen = torch.Generator().manual_seed(1)
-    x = your_journey().embeddings
-    return x, *(torch.rand(3, 2, generator=gen) for _ in range(3))
+    return answers.journey_weights()
 
 
 def test_check_projected_context_right_answer(journey_weights, capsys):
@@ -72,14 +65,6 @@ def test_check_projected_context_not_a_tensor(journey_weights):
 # --- check_v1_from_v2 ----------------------------------------------------------------
 
 
-def v1_from_v2(sa_v2):
-    sa_v1 = SelfAttentionV1(sa_v2.d_in, sa_v2.d_out)
-    with torch.no_grad():
-        for role in ("W_query", "W_key", "W_value"):
-            getattr(sa_v1, role).copy_(getattr(sa_v2, role).weight.T)
-    return sa_v1
-
-
 def test_check_v1_from_v2_right_answer_and_global_seed_untouched(capsys):
     torch.manual_seed(5)
     expected = torch.rand(3)
@@ -90,13 +75,6 @@ def test_check_v1_from_v2_right_answer_and_global_seed_untouched(capsys):
 
 
 def test_check_v1_from_v2_without_transpose_fails_with_shapes():
-    def untransposed(sa_v2):
-        sa_v1 = SelfAttentionV1(sa_v2.d_in, sa_v2.d_out)
-        for role in ("W_query", "W_key", "W_value"):
-            weight = getattr(sa_v2, role).weight.detach().clone()
-            setattr(sa_v1, role, torch.nn.Parameter(weight))
-        return sa_v1
-
     message = failure(checks.check_v1_from_v2, untransposed)
     assert "has shape (2, 3)" in message and "copy weight.T" in message
 
@@ -139,11 +117,6 @@ def test_check_v1_from_v2_must_not_change_the_v2_module():
     assert "changed the W_value" in message
 
 
-def test_check_v1_from_v2_wants_the_function_itself():
-    with pytest.raises(TypeError, match="got a SelfAttentionV1 module"):
-        checks.check_v1_from_v2(v1_from_v2(SelfAttentionV2(3, 2)))
-
-
 # --- check_score_variance ------------------------------------------------------------
 
 
@@ -179,12 +152,6 @@ def test_check_score_variance_needs_numbers():
 
 
 # --- check_scaled_attention_fn -------------------------------------------------------
-
-
-def scaled_attention(queries, keys, values, scale=None):
-    scale = keys.shape[-1] ** -0.5 if scale is None else scale
-    weights = torch.softmax(queries @ keys.transpose(-2, -1) * scale, dim=-1)
-    return weights, weights @ values
 
 
 def test_check_scaled_attention_fn_right_answer(capsys):
@@ -240,3 +207,70 @@ def test_check_scaled_attention_fn_other_mistakes():
         return weights, context
 
     assert "in place" in failure(checks.check_scaled_attention_fn, in_place)
+
+
+# --- a wrong call of a check ---------------------------------------------------------
+
+
+def projected_context(*args):
+    """check_projected_context with the right answer for the journey weights."""
+    x, W_q, W_k, W_v = answers.journey_weights()
+    right = projected(x, W_q, W_k, W_v, 1)
+    arguments = {"inputs": x, "W_query": W_q, "W_key": W_k, "W_value": W_v}
+    arguments["query_index"] = 1
+    arguments.update(args)
+    checks.check_projected_context(right, *arguments.values())
+
+
+CALL_ERRORS = [
+    pytest.param(
+        lambda: checks.check_v1_from_v2(v1_from_v2(SelfAttentionV2(3, 2))),
+        TypeError,
+        ["got a SelfAttentionV1 module", "check_v1_from_v2(v1_from_v2), not"],
+        id="v1-module",
+    ),
+    pytest.param(
+        lambda: checks.check_scaled_attention_fn(None),
+        TypeError,
+        ["expects your function itself, got NoneType"],
+        id="scaled-none",
+    ),
+    pytest.param(
+        lambda: projected_context(("inputs", [[1.0, 0.0, 0.0]])),
+        TypeError,
+        ["inputs must be a torch.Tensor, got list"],
+        id="inputs-list",
+    ),
+    pytest.param(
+        lambda: projected_context(("W_query", torch.rand(2, 2))),
+        ValueError,
+        ["W_query has shape (2, 2)", "d_in = 3"],
+        id="W_query-d_in",
+    ),
+    pytest.param(
+        lambda: projected_context(("W_key", torch.rand(3, 4))),
+        ValueError,
+        ["the same width d_k"],
+        id="d_k",
+    ),
+    pytest.param(
+        lambda: projected_context(("query_index", 6)),
+        ValueError,
+        ["query_index=6 is out of range for 6 tokens"],
+        id="query-index",
+    ),
+    pytest.param(
+        lambda: checks.check_score_variance(4.0, 0.5, d_k=64.0, std=0.5),
+        TypeError,
+        ["d_k must be an int, got float"],
+        id="d_k-float",
+    ),
+    pytest.param(
+        lambda: checks.check_score_variance(4.0, 0.5, d_k=64, std=-0.5),
+        ValueError,
+        ["std must be a positive finite number"],
+        id="std",
+    ),
+]
+
+test_a_wrong_call_is_a_type_or_value_error = wrong_call_test(CALL_ERRORS)

@@ -1,15 +1,21 @@
-"""The Chapter 6 self-checks: right answers pass, wrong ones get a precise message."""
+"""Tests of the Chapter 6 self-checks (attn_course.checks.encoder_decoder): right
+answers pass, wrong ones get a precise message."""
 
 import pytest
 import torch
 
 from attn_course import checks, key_padding_to_attn_mask
 
+from .answers import (
+    SIZES,
+    compare_all_positions,
+    right_mask,
+    right_shapes,
+    sees_the_future,
+    wrong_call_test,
+)
+
 # --- check_cross_attention_mask ------------------------------------------------------
-
-
-def right_mask(src, T_t):
-    return (src != 0)[:, None, None, :]  # (B, T_s) -> (B, 1, 1, T_s)
 
 
 def test_cross_mask_accepts_right_answers(capsys):
@@ -54,26 +60,7 @@ def test_cross_mask_names_the_silent_two_d_broadcast():
         checks.check_cross_attention_mask(two_d_when_it_fits)
 
 
-def test_cross_mask_wants_a_function():
-    with pytest.raises(TypeError, match="your function itself"):
-        checks.check_cross_attention_mask(torch.ones(2, 3, dtype=torch.bool))
-
-
 # --- check_cross_attention_shapes ----------------------------------------------------
-
-SIZES = dict(d_in=64, d_context=96, d_out=64, num_heads=4, batch_size=3, T_q=5, T_k=7)
-
-
-def right_shapes():
-    return {
-        "W_query": (64, 64),
-        "W_key": (64, 96),
-        "W_value": (64, 96),
-        "out_proj": (64, 64),
-        "weights": (3, 4, 5, 7),
-        "output": (3, 5, 64),
-        "num_parameters": 64 * 64 + 2 * 64 * 96 + 64 * 64 + 64,
-    }
 
 
 def test_shapes_accepts_the_right_answer(capsys):
@@ -88,7 +75,7 @@ def test_shapes_accepts_the_right_answer(capsys):
     "key, value, message",
     [
         ("W_key", (96, 64), "out_features, in_features"),
-        ("W_value", (64, 64), "computed from the context"),
+        ("W_value", (64, 64), "computed from the memory"),
         ("weights", (3, 4, 7, 5), "Rows are queries"),
         ("weights", (3, 5, 7), "keep the head dimension"),
         ("output", (3, 7, 64), "the module gives \\(3, 5, 64\\)"),
@@ -116,22 +103,9 @@ def test_shapes_wants_every_key():
 # --- check_future_detector ------------------------------------------------------------
 
 
-def sees_the_future(model, src, tgt_in):
-    changed = tgt_in.clone()
-    changed[:, -1] = (changed[:, -1] - 2) % 10 + 3  # another real token
-    before, after = model(src, tgt_in), model(src, changed)
-    return not torch.equal(before[:, :-1], after[:, :-1])
-
-
 def test_detector_accepts_a_right_answer(capsys):
     checks.check_future_detector(sees_the_future)
     assert "✅ check_future_detector" in capsys.readouterr().out
-
-
-def compare_all_positions(model, src, tgt_in):
-    changed = tgt_in.clone()
-    changed[:, -1] = (changed[:, -1] - 2) % 10 + 3
-    return not torch.equal(model(src, tgt_in), model(src, changed))
 
 
 def change_the_first_token(model, src, tgt_in):
@@ -167,3 +141,39 @@ def test_detector_accepts_a_one_element_bool_tensor(capsys):
 
     checks.check_future_detector(as_tensor)
     assert "✅" in capsys.readouterr().out
+
+
+# --- a wrong call of a check ---------------------------------------------------------
+
+CALL_ERRORS = [
+    pytest.param(
+        lambda: checks.check_cross_attention_mask(torch.ones(2, 3, dtype=torch.bool)),
+        TypeError,
+        ["your function itself"],
+        id="mask-result",
+    ),
+    pytest.param(
+        lambda: checks.check_future_detector(True),
+        TypeError,
+        ["got bool", "check_future_detector(sees_the_future), not"],
+        id="detector-result",
+    ),
+    pytest.param(
+        lambda: checks.check_cross_attention_shapes(
+            right_shapes(), **dict(SIZES, T_q=0)
+        ),
+        ValueError,
+        ["T_q must be at least 1, got T_q=0"],
+        id="T_q-zero",
+    ),
+    pytest.param(
+        lambda: checks.check_cross_attention_shapes(
+            right_shapes(), **dict(SIZES, d_memory="96")
+        ),
+        TypeError,
+        ["d_memory must be an int, got str"],
+        id="d_memory-string",
+    ),
+]
+
+test_a_wrong_call_is_a_type_or_value_error = wrong_call_test(CALL_ERRORS)

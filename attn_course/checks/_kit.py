@@ -1,0 +1,271 @@
+"""How every self-check runs: seeded randomness, known slips, and the cases of an
+exercise.
+
+A check is three things: a table of inputs (:class:`Case`), a table of known
+mistakes (:class:`Slip`) and its one specific assertion. This module holds what
+they share:
+
+- :func:`seeded` runs code with torch's global random generator seeded, and hands
+  the learner's generator back exactly as it was: a check never changes what a
+  notebook draws next, and its verdict never depends on the notebook's seed;
+- :func:`first_slip` names the first known mistake in a table that an answer
+  matches (:func:`matches` says what "matches" means, once);
+- :func:`run_cases` calls the learner's function on each case (through
+  :func:`call`: on fresh copies of the inputs, with its errors explained and
+  in-place changes caught) and prints the ✅ line when every case passes.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import NamedTuple
+
+import torch
+
+from .._validate import kind_of
+
+
+@contextmanager
+def seeded(seed):
+    """Run the body with torch's global CPU generator seeded with ``seed``.
+
+    On the way out, even when the body raises, the global CPU generator (and every
+    CUDA generator, if CUDA is initialised) is put back in the state it had before,
+    so the caller's next random numbers are the ones it would have drawn anyway.
+
+    >>> before = torch.random.get_rng_state()
+    >>> with seeded(0):
+    ...     first = torch.rand(2)
+    >>> with seeded(0):
+    ...     second = torch.rand(2)
+    >>> torch.equal(first, second), torch.equal(before, torch.random.get_rng_state())
+    (True, True)
+    """
+    cpu_state = torch.random.get_rng_state()
+    cuda_states = (
+        torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+    )
+    try:
+        torch.default_generator.manual_seed(seed)  # the CPU generator only
+        yield
+    finally:
+        torch.random.set_rng_state(cpu_state)
+        if cuda_states is not None:
+            torch.cuda.set_rng_state_all(cuda_states)
+
+
+# --- known slips ------------------------------------------------------------------
+
+
+class Slip(NamedTuple):
+    """A known mistake: what it produces, and the sentence that explains it.
+
+    ``gives`` is the value the mistake produces (a tensor, a number or a shape
+    tuple), a predicate ``gives(answer) -> bool``, or ``None`` when the mistake
+    cannot happen for this case (the slip is then skipped).
+    """
+
+    gives: object
+    why: str
+
+
+def _as_float64(value):
+    """``value`` as a float64 CPU tensor, or None when it is not numeric."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().to("cpu", torch.float64)
+    try:
+        return torch.as_tensor(value, dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError):
+        return None
+
+
+def matches(answer, gives, *, atol=1e-4, rtol=1e-4):
+    """Whether ``answer`` is what ``gives`` produces.
+
+    A predicate is called on the answer; anything else matches when it has the
+    same shape as the answer and every value is within ``atol + rtol * |gives|``
+    (infinities of the same sign match, NaN matches nothing).
+
+    >>> matches(torch.tensor([1.0, 2.0]), [1.0, 2.00001])
+    True
+    >>> matches(torch.tensor([1.0, 2.0]), torch.tensor([[1.0, 2.0]]))
+    False
+    >>> matches(5, lambda answer: answer > 3)
+    True
+    """
+    if callable(gives):
+        return bool(gives(answer))
+    a, g = _as_float64(answer), _as_float64(gives)
+    if a is None or g is None or a.shape != g.shape:
+        return False
+    return bool(torch.allclose(a, g, atol=atol, rtol=rtol))
+
+
+def first_slip(answer, slips, *, atol=1e-4, rtol=1e-4):
+    """The explanation of the first slip, in table order, that ``answer`` matches.
+
+    Returns ``None`` when the answer matches none of them.
+
+    >>> table = [Slip(None, "skipped"), Slip(2.0, "doubled"), Slip(2.0, "twice")]
+    >>> first_slip(torch.tensor(2.0), table)
+    'doubled'
+    >>> first_slip(torch.tensor(3.0), table) is None
+    True
+    """
+    for slip in slips:
+        if slip.gives is not None and matches(answer, slip.gives, atol=atol, rtol=rtol):
+            return slip.why
+    return None
+
+
+# --- the cases of an exercise -----------------------------------------------------
+
+
+class Case(NamedTuple):
+    """One input of an exercise: what it is, the arguments, and data for the check.
+
+    ``args`` are passed to the learner's function (tensors and generators as fresh
+    copies, modules as they are); ``data`` is whatever the check needs besides
+    them, such as the expected answer.
+    """
+
+    description: str
+    args: tuple
+    data: object = None
+
+    @property
+    def where(self):
+        """``" on <description>"``, to end the subject of a message."""
+        return f" on {self.description}"
+
+
+def require_callable(fn, check, example):
+    """Raise ``TypeError`` unless ``fn`` is a function, not what calling one gave.
+
+    A module is refused too: it is callable, but the exercises want a function.
+
+    >>> require_callable(torch.ones(2), "check_softmax", "softmax")
+    Traceback (most recent call last):
+    ...
+    TypeError: check_softmax expects your function itself, got torch.Tensor; pass \
+it without calling it: check_softmax(softmax), not check_softmax(softmax(...))
+    """
+    if isinstance(fn, torch.nn.Module):
+        got = f"a {type(fn).__name__} module"
+    elif callable(fn):
+        return fn
+    else:
+        got = kind_of(fn)
+    raise TypeError(
+        f"{check} expects your function itself, got {got}; pass it without calling "
+        f"it: {check}({example}), not {check}({example}(...))"
+    )
+
+
+def _fresh(value):
+    """A copy of a tensor or generator for one call; anything else as it is."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, torch.Generator):
+        copy = torch.Generator(device=value.device)
+        copy.set_state(value.get_state())
+        return copy
+    return value
+
+
+def _weights_of(value):
+    """A copy of a module's parameters and buffers, to notice changes; else None."""
+    if isinstance(value, torch.nn.Module):
+        return {key: t.detach().clone() for key, t in value.state_dict().items()}
+    return None
+
+
+def _what_changed(original, given, saved, name):
+    """What a call changed in one argument (``"its input x"``), or ''.
+
+    ``given`` is what the learner's function got: a copy of a tensor ``original``,
+    or the module ``original`` itself, whose weights were ``saved`` before.
+    """
+    if isinstance(original, torch.Tensor) and not torch.equal(given, original):
+        return f"its input{' ' + name if name else ''}"
+    if saved is not None:
+        now = given.state_dict()
+        for key, before in saved.items():
+            if not torch.equal(now[key], before):
+                return f"the {key} of the {type(original).__name__}"
+    return ""
+
+
+def call(fn, check, case, *, who="your function", fix="", names=None, explain=None):
+    """``fn(*case.args)`` on fresh copies; explain errors and in-place changes.
+
+    Any error ``fn`` raises becomes an ``AssertionError`` that says which case it
+    was raised on (``explain(error)`` may add a sentence); an argument that ``fn``
+    changed in place is an ``AssertionError`` ending with ``fix``. ``names`` are
+    the arguments' names, for the message.
+    """
+    args = tuple(_fresh(value) for value in case.args)
+    saved = [_weights_of(value) for value in case.args]
+    try:
+        result = fn(*args)
+    except Exception as error:  # any error in the learner's code becomes a message
+        text = str(error)
+        hint = explain(error) if explain is not None else ""
+        if hint:
+            text = f"{text.rstrip('.')}.{hint}"
+        raise AssertionError(
+            f"{check}: {who} raised {type(error).__name__} on {case.description}: "
+            f"{text}"
+        ) from error
+    names = names or ("",) * len(args)
+    for original, given, before, name in zip(
+        case.args, args, saved, names, strict=True
+    ):
+        what = _what_changed(original, given, before, name)
+        if what:
+            raise AssertionError(
+                f"{check}: {who} changed {what}{case.where} in place; {fix}"
+            )
+    return result
+
+
+def passed(check, text):
+    """Print the one line a check prints when the answer is right."""
+    print(f"✅ {check}: {text}")
+
+
+def run_cases(
+    check,
+    fn,
+    cases,
+    verify,
+    *,
+    example,
+    success,
+    who="your function",
+    fix="compute new tensors instead of modifying the inputs.",
+    names=None,
+):
+    """Call the learner's ``fn`` on every case and ``verify(case, result)`` it.
+
+    Everything runs under ``seeded(0)``, so the verdict does not depend on the
+    notebook's seed and the notebook's random numbers are left alone. ``verify``
+    raises ``AssertionError`` on a wrong result. When every case passes, the ✅
+    line ``success`` (a string, or a function returning one) is printed.
+
+    >>> cases = [Case("a vector", (torch.tensor([1.0, -2.0]),))]
+    >>> def verify(case, result):
+    ...     assert torch.equal(result, case.args[0].abs())
+    >>> run_cases("check_abs", torch.abs, cases, verify, example="abs", success="ok")
+    ✅ check_abs: ok
+    >>> run_cases("check_abs", torch.Tensor.abs_, cases, verify, example="abs",
+    ...           success="ok")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    AssertionError: check_abs: your function changed its input on a vector in ...
+    """
+    require_callable(fn, check, example)
+    with seeded(0):
+        for case in cases:
+            verify(case, call(fn, check, case, who=who, fix=fix, names=names))
+    passed(check, success() if callable(success) else success)

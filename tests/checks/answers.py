@@ -1,0 +1,411 @@
+"""Learner answers for the self-checks, right and wrong, shared by the tests.
+
+``EXAMPLES`` holds, for each of the 23 checks, one call with a right answer and
+one with a wrong answer. Every function answer first draws a number from torch's
+global generator, as a learner's code may (``draws``), so the tests see whether a
+check protects the notebook's random numbers and whether its verdict depends on
+them; the right dropout is the exception, since check_dropout_fn refuses exactly
+that.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attn_course import SelfAttentionV1, checks
+from attn_course.data import hello_shiny_sun, your_journey
+
+
+def failure(check, *args, **kwargs):
+    """Run a check that must fail; return its message."""
+    with pytest.raises(AssertionError) as info:
+        check(*args, **kwargs)
+    return str(info.value)
+
+
+def wrong_call_test(rows):
+    """A test over ``rows`` of ``(call, error, fragments)``: each call is a check
+    called the wrong way, and must raise ``error`` with every fragment in its
+    message."""
+
+    @pytest.mark.parametrize(("call", "error", "fragments"), rows)
+    def test(call, error, fragments):
+        with pytest.raises(error) as info:
+            call()
+        for fragment in fragments:
+            assert fragment in str(info.value)
+
+    return test
+
+
+def draws(fn):
+    """``fn`` that first draws a number from the global generator."""
+
+    def drawing(*args):
+        torch.rand(1)
+        return fn(*args)
+
+    return drawing
+
+
+# --- Chapter 1 ----------------------------------------------------------------------
+
+
+def stable_softmax(x):
+    x = x - x.max(dim=-1, keepdim=True).values
+    return torch.exp(x) / torch.exp(x).sum(dim=-1, keepdim=True)
+
+
+def naive_softmax(x):
+    return torch.exp(x) / torch.exp(x).sum()
+
+
+def attention(inputs):
+    weights = torch.softmax(inputs @ inputs.T, dim=-1)  # (T, T)
+    return weights, weights @ inputs  # (T, D)
+
+
+def scaled_self_attention(x):
+    weights = torch.softmax(x @ x.T / x.shape[-1] ** 0.5, dim=-1)
+    return weights, weights @ x
+
+
+def context_of(x, i, temperature=1.0):
+    return torch.softmax(x @ x[i] / temperature, dim=0) @ x
+
+
+# --- Chapter 2 ----------------------------------------------------------------------
+
+
+def projected(x, W_q, W_k, W_v, i, *, scale=None, mix=None):
+    q, keys, values = x[i] @ W_q, x @ W_k, x @ W_v
+    scale = keys.shape[-1] ** -0.5 if scale is None else scale
+    weights = torch.softmax(keys @ q * scale, dim=0)  # (T,)
+    return weights @ (values if mix is None else mix)
+
+
+def journey_weights():
+    gen = torch.Generator().manual_seed(1)
+    x = your_journey().embeddings
+    return x, *(torch.rand(3, 2, generator=gen) for _ in range(3))
+
+
+def v1_from_v2(sa_v2):
+    sa_v1 = SelfAttentionV1(sa_v2.d_in, sa_v2.d_out)
+    with torch.no_grad():
+        for role in ("W_query", "W_key", "W_value"):
+            getattr(sa_v1, role).copy_(getattr(sa_v2, role).weight.T)
+    return sa_v1
+
+
+def untransposed(sa_v2):
+    sa_v1 = SelfAttentionV1(sa_v2.d_in, sa_v2.d_out)
+    for role in ("W_query", "W_key", "W_value"):
+        weight = getattr(sa_v2, role).weight.detach().clone()
+        setattr(sa_v1, role, torch.nn.Parameter(weight))
+    return sa_v1
+
+
+def scaled_attention(queries, keys, values, scale=None):
+    scale = keys.shape[-1] ** -0.5 if scale is None else scale
+    weights = torch.softmax(queries @ keys.transpose(-2, -1) * scale, dim=-1)
+    return weights, weights @ values
+
+
+# --- Chapter 3 ----------------------------------------------------------------------
+
+
+def lower(T):
+    return torch.ones(T, T, dtype=torch.bool).tril()
+
+
+def additive(T):
+    return torch.zeros(T, T).masked_fill(~lower(T), float("-inf"))
+
+
+def attend(q, k, v, *, mask="causal", scale=None, renormalise=True):
+    T = q.shape[-2]
+    scale = k.shape[-1] ** -0.5 if scale is None else scale
+    scores = q @ k.transpose(-2, -1) * scale  # (..., T, T)
+    if mask == "causal":
+        scores = scores.masked_fill(~lower(T), -torch.inf)
+    elif mask == "inverted":
+        scores = scores.masked_fill(lower(T), -torch.inf)
+    elif mask == "nan":
+        scores = scores + torch.triu(torch.ones(T, T), diagonal=1) * float("-inf")
+    weights = torch.softmax(scores, dim=-1)
+    if mask == "after":
+        weights = weights * lower(T)
+        if renormalise:
+            weights = weights / weights.sum(dim=-1, keepdim=True)
+    return weights, weights @ v
+
+
+# --- Chapter 4 ----------------------------------------------------------------------
+
+
+def dropout(weights, p, generator):
+    keep = torch.rand(weights.shape, generator=generator) >= p
+    return torch.where(keep, weights / (1 - p), 0.0)
+
+
+def global_generator(weights, p, generator):
+    return F.dropout(weights, p, training=True)
+
+
+CAUSAL = torch.tensor([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.2, 0.3, 0.5]])
+
+
+def eval_forward(module, x):
+    was_training = module.training
+    module.eval()
+    try:
+        return module(x)
+    finally:
+        module.train(was_training)
+
+
+def no_grad_only(module, x):
+    with torch.no_grad():
+        return module(x)
+
+
+# --- Chapter 5 ----------------------------------------------------------------------
+
+
+def split_heads(x, num_heads):
+    B, T, D = x.shape
+    return x.view(B, T, num_heads, D // num_heads).transpose(1, 2)
+
+
+def merge_heads(x):
+    B, H, T, d = x.shape
+    return x.transpose(1, 2).contiguous().view(B, T, H * d)
+
+
+def merge_without_contiguous(x):
+    B, H, T, d = x.shape
+    return x.transpose(1, 2).view(B, T, H * d)
+
+
+SETTING = {"d_in": 3, "d_out": 12, "num_heads": 3, "batch_size": 2, "num_tokens": 5}
+RIGHT_SHAPES = {
+    "wrapper output": (2, 5, 36),
+    "wrapper weights": (2, 3, 5, 5),
+    "fused output": torch.Size([2, 5, 12]),
+    "fused weights": [2, 3, 5, 5],
+    "queries.view": (2, 5, 3, 4),
+    "queries.transpose": (2, 3, 5, 4),
+    "context.transpose": (2, 5, 3, 4),
+}
+
+
+def count(d_in, d_out, num_heads, qkv_bias):
+    return 3 * (d_in * d_out + (d_out if qkv_bias else 0)) + d_out * d_out + d_out
+
+
+def valid_head_counts(d_out):
+    return [h for h in range(1, d_out + 1) if d_out % h == 0]
+
+
+# --- Chapter 6 ----------------------------------------------------------------------
+
+
+def right_mask(src, T_t):
+    return (src != 0)[:, None, None, :]  # (B, T_s) -> (B, 1, 1, T_s)
+
+
+SIZES = dict(d_in=64, d_memory=96, d_out=64, num_heads=4, batch_size=3, T_q=5, T_k=7)
+
+
+def right_shapes():
+    return {
+        "W_query": (64, 64),
+        "W_key": (64, 96),
+        "W_value": (64, 96),
+        "out_proj": (64, 64),
+        "weights": (3, 4, 5, 7),
+        "output": (3, 5, 64),
+        "num_parameters": 64 * 64 + 2 * 64 * 96 + 64 * 64 + 64,
+    }
+
+
+def sees_the_future(model, src, tgt_in):
+    changed = tgt_in.clone()
+    changed[:, -1] = (changed[:, -1] - 2) % 10 + 3  # another real token
+    before, after = model(src, tgt_in), model(src, changed)
+    return not torch.equal(before[:, :-1], after[:, :-1])
+
+
+def compare_all_positions(model, src, tgt_in):
+    changed = tgt_in.clone()
+    changed[:, -1] = (changed[:, -1] - 2) % 10 + 3
+    return not torch.equal(model(src, tgt_in), model(src, changed))
+
+
+# --- the table ----------------------------------------------------------------------
+
+
+class Example(NamedTuple):
+    """A check, run once with a right answer and once with a wrong one."""
+
+    check: str
+    right: object  # () -> None, prints the ✅ line
+    wrong: object  # () -> None, raises AssertionError
+
+
+def _journey():
+    return your_journey().embeddings
+
+
+def _hello():
+    return hello_shiny_sun().embeddings
+
+
+EXAMPLES = [
+    Example(
+        "check_close",
+        lambda: checks.check_close(
+            _journey() @ _journey()[1], _journey() @ _journey()[1]
+        ),
+        lambda: checks.check_close(_journey()[1], _journey()[2]),
+    ),
+    Example(
+        "check_weights",
+        lambda: checks.check_weights(torch.softmax(_hello() @ _hello().T, dim=-1)),
+        lambda: checks.check_weights(_hello() @ _hello().T),
+    ),
+    Example(
+        "check_softmax",
+        lambda: checks.check_softmax(draws(stable_softmax)),
+        lambda: checks.check_softmax(draws(naive_softmax)),
+    ),
+    Example(
+        "check_context_vector",
+        lambda: checks.check_context_vector(context_of(_hello(), 1), _hello(), 1),
+        lambda: checks.check_context_vector(
+            context_of(_hello(), 1), _hello(), 1, temperature=2.0
+        ),
+    ),
+    Example(
+        "check_attention_fn",
+        lambda: checks.check_attention_fn(draws(attention)),
+        lambda: checks.check_attention_fn(draws(scaled_self_attention)),
+    ),
+    Example(
+        "check_projected_context",
+        lambda: checks.check_projected_context(
+            projected(*journey_weights(), 1), *journey_weights(), 1
+        ),
+        lambda: checks.check_projected_context(
+            projected(*journey_weights(), 1, scale=1.0), *journey_weights(), 1
+        ),
+    ),
+    Example(
+        "check_v1_from_v2",
+        lambda: checks.check_v1_from_v2(draws(v1_from_v2)),
+        lambda: checks.check_v1_from_v2(draws(untransposed)),
+    ),
+    Example(
+        "check_score_variance",
+        lambda: checks.check_score_variance(4.0, 0.5, d_k=64, std=0.5),
+        lambda: checks.check_score_variance(64.0, 0.5, d_k=64, std=0.5),
+    ),
+    Example(
+        "check_scaled_attention_fn",
+        lambda: checks.check_scaled_attention_fn(draws(scaled_attention)),
+        lambda: checks.check_scaled_attention_fn(
+            draws(lambda q, k, v: scaled_attention(q, k, v, scale=1.0))
+        ),
+    ),
+    Example(
+        "check_causal_mask",
+        lambda: checks.check_causal_mask(draws(lower)),
+        lambda: checks.check_causal_mask(draws(lambda T: ~lower(T))),
+    ),
+    Example(
+        "check_mha_mask_fn",
+        lambda: checks.check_mha_mask_fn(draws(torch.logical_not)),
+        lambda: checks.check_mha_mask_fn(draws(torch.clone)),
+    ),
+    Example(
+        "check_additive_mask",
+        lambda: checks.check_additive_mask(draws(additive)),
+        lambda: checks.check_additive_mask(draws(lambda T: additive(T).T)),
+    ),
+    Example(
+        "check_causal_attention_fn",
+        lambda: checks.check_causal_attention_fn(draws(attend)),
+        lambda: checks.check_causal_attention_fn(
+            draws(lambda q, k, v: attend(q, k, v, mask=None))
+        ),
+    ),
+    Example(
+        "check_dropout_fn",
+        lambda: checks.check_dropout_fn(dropout),  # drawing globally is the slip
+        lambda: checks.check_dropout_fn(draws(global_generator)),
+    ),
+    Example(
+        "check_row_drop_probability",
+        lambda: checks.check_row_drop_probability(
+            torch.tensor([0.1, 0.01, 0.001]), CAUSAL, 0.1
+        ),
+        lambda: checks.check_row_drop_probability(
+            torch.tensor([0.9, 0.81, 0.729]), CAUSAL, 0.1
+        ),
+    ),
+    Example(
+        "check_eval_forward",
+        lambda: checks.check_eval_forward(draws(eval_forward)),
+        lambda: checks.check_eval_forward(draws(no_grad_only)),
+    ),
+    Example(
+        "check_head_split",
+        lambda: checks.check_head_split(draws(split_heads), draws(merge_heads)),
+        lambda: checks.check_head_split(
+            draws(split_heads), draws(merge_without_contiguous)
+        ),
+    ),
+    Example(
+        "check_shape_predictions",
+        lambda: checks.check_shape_predictions(RIGHT_SHAPES, **SETTING),
+        lambda: checks.check_shape_predictions(
+            dict(RIGHT_SHAPES, **{"fused output": (2, 5, 36)}), **SETTING
+        ),
+    ),
+    Example(
+        "check_param_count_fn",
+        lambda: checks.check_param_count_fn(draws(count)),
+        lambda: checks.check_param_count_fn(
+            draws(lambda *args: args[2] * count(*args))
+        ),
+    ),
+    Example(
+        "check_head_counts_fn",
+        lambda: checks.check_head_counts_fn(draws(valid_head_counts)),
+        lambda: checks.check_head_counts_fn(
+            draws(lambda d: valid_head_counts(d)[::-1])
+        ),
+    ),
+    Example(
+        "check_cross_attention_mask",
+        lambda: checks.check_cross_attention_mask(draws(right_mask)),
+        lambda: checks.check_cross_attention_mask(draws(lambda src, T_t: src != 0)),
+    ),
+    Example(
+        "check_cross_attention_shapes",
+        lambda: checks.check_cross_attention_shapes(right_shapes(), **SIZES),
+        lambda: checks.check_cross_attention_shapes(
+            dict(right_shapes(), weights=(3, 4, 7, 5)), **SIZES
+        ),
+    ),
+    Example(
+        "check_future_detector",
+        lambda: checks.check_future_detector(draws(sees_the_future)),
+        lambda: checks.check_future_detector(draws(compare_all_positions)),
+    ),
+]

@@ -1,0 +1,194 @@
+"""The kit every self-check is built on (seeded randomness, first known slip, running
+the cases), and its promise for all 23 checks: a check leaves the notebook's random
+numbers alone, and its verdict does not depend on them."""
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from attn_course import checks
+from attn_course.checks._kit import (
+    Case,
+    Slip,
+    call,
+    first_slip,
+    matches,
+    require_callable,
+    run_cases,
+    seeded,
+)
+
+from .answers import EXAMPLES
+
+# --- seeded --------------------------------------------------------------------------
+
+
+def test_seeded_draws_the_same_numbers_and_restores_the_state():
+    torch.manual_seed(123)
+    state = torch.random.get_rng_state()
+    with seeded(7):
+        first = torch.rand(3)
+    with seeded(7):
+        second = torch.rand(3)
+    assert torch.equal(first, second)
+    assert torch.equal(torch.random.get_rng_state(), state)
+
+
+def test_seeded_restores_the_state_when_the_body_raises():
+    torch.manual_seed(123)
+    state = torch.random.get_rng_state()
+    with pytest.raises(RuntimeError, match="inside"), seeded(0):
+        torch.rand(5)
+        raise RuntimeError("raised inside the body")
+    assert torch.equal(torch.random.get_rng_state(), state)
+
+
+# --- first_slip ----------------------------------------------------------------------
+
+
+def test_first_slip_returns_the_first_match_in_table_order():
+    answer = torch.tensor([2.0, 4.0])
+    table = [
+        Slip(None, "cannot happen here"),
+        Slip(torch.tensor([1.0, 2.0]), "halved"),
+        Slip(lambda a: bool((a > 1).all()), "all above 1"),
+        Slip(torch.tensor([2.0, 4.0]), "the same values"),
+    ]
+    assert first_slip(answer, table) == "all above 1"
+    assert first_slip(answer, table[3:] + table[:3]) == "the same values"
+    assert first_slip(torch.tensor([0.0, 0.0]), table) is None
+
+
+def test_matches_needs_the_same_shape_and_close_values():
+    assert matches(torch.tensor([1.0, 2.0]), (1.0, 2.00001))
+    assert not matches(torch.tensor([1.0, 2.0]), torch.tensor([[1.0, 2.0]]))
+    assert not matches(torch.tensor([1.0, 2.1]), [1.0, 2.0])
+    assert matches(torch.tensor([1.0, 2.1]), [1.0, 2.0], atol=0.2)
+    assert matches(torch.ones(2, dtype=torch.bool), torch.tensor([True, True]))
+    assert not matches(torch.tensor([float("nan")]), torch.tensor([float("nan")]))
+    assert not matches("text", 1.0)
+
+
+# --- run_cases and call --------------------------------------------------------------
+
+
+CASES = [Case("a vector", (torch.tensor([1.0, -2.0]),))]
+
+
+def verify_abs(case, result):
+    assert torch.equal(result, case.args[0].abs()), "not the absolute value"
+
+
+def test_run_cases_prints_one_line_when_every_case_passes(capsys):
+    run_cases("check_abs", torch.abs, CASES, verify_abs, example="abs", success="ok")
+    assert capsys.readouterr().out == "✅ check_abs: ok\n"
+
+
+def test_run_cases_reports_a_change_of_the_input_in_place(capsys):
+    with pytest.raises(AssertionError) as info:
+        run_cases(
+            "check_abs",
+            torch.Tensor.abs_,
+            CASES,
+            verify_abs,
+            example="abs",
+            names=("x",),
+            fix="use torch.abs(x).",
+            success="ok",
+        )
+    assert str(info.value) == (
+        "check_abs: your function changed its input x on a vector in place; use "
+        "torch.abs(x)."
+    )
+    assert torch.equal(CASES[0].args[0], torch.tensor([1.0, -2.0]))  # a copy changed
+    assert capsys.readouterr().out == ""
+
+
+def test_call_reports_a_changed_module_and_wraps_errors():
+    module = torch.nn.Linear(2, 2)
+    case = Case("a Linear(2, 2)", (module,))
+
+    def zero(linear):
+        with torch.no_grad():
+            linear.bias.zero_()
+
+    with pytest.raises(AssertionError, match=r"changed the bias of the Linear on a"):
+        call(zero, "check_x", case, fix="copy it.")
+    with pytest.raises(AssertionError) as info:
+        call(lambda linear: 1 / 0, "check_x", case)
+    assert str(info.value) == (
+        "check_x: your function raised ZeroDivisionError on a Linear(2, 2): "
+        "division by zero"
+    )
+    assert isinstance(info.value.__cause__, ZeroDivisionError)
+
+
+def test_call_gives_each_call_a_generator_in_the_same_state():
+    case = Case("a generator", (torch.Generator().manual_seed(4),))
+
+    def draw(generator):
+        return torch.rand(2, generator=generator)
+
+    assert torch.equal(call(draw, "check_x", case), call(draw, "check_x", case))
+
+
+def test_require_callable_refuses_results_and_modules():
+    with pytest.raises(TypeError, match=r"got torch.Tensor; pass it without calling"):
+        require_callable(torch.ones(2), "check_x", "fn")
+    with pytest.raises(TypeError, match=r"got a Linear module"):
+        require_callable(torch.nn.Linear(2, 2), "check_x", "fn")
+    assert require_callable(abs, "check_x", "fn") is abs
+
+
+def test_no_check_seeds_the_global_generator_directly():
+    folder = Path(checks.__file__).parent
+    for path in folder.glob("*.py"):
+        source = path.read_text(encoding="utf-8")
+        assert not re.search(r"\btorch\.(random\.)?manual_seed\(", source), path.name
+
+
+# --- every check, with a right and a wrong answer ------------------------------------
+
+
+def test_the_table_covers_every_check():
+    assert sorted(example.check for example in EXAMPLES) == sorted(checks.__all__)
+
+
+def outcome(run):
+    """What a check printed, or the message it raised."""
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            run()
+    except AssertionError as error:
+        return f"AssertionError: {error}"
+    return out.getvalue()
+
+
+IDS = [example.check for example in EXAMPLES]
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=IDS)
+def test_a_check_leaves_the_global_random_state_alone(example):
+    torch.manual_seed(123)
+    state = torch.random.get_rng_state()
+    assert outcome(example.right).startswith(f"✅ {example.check}:")
+    with pytest.raises(AssertionError):
+        example.wrong()
+    assert torch.equal(torch.random.get_rng_state(), state)
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=IDS)
+def test_a_check_says_the_same_whatever_the_callers_seed(example):
+    said = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        said.append((outcome(example.right), outcome(example.wrong)))
+    assert said[0] == said[1]
+    right, wrong = said[0]
+    assert right.startswith(f"✅ {example.check}:")
+    assert wrong.startswith("AssertionError: ")
