@@ -33,6 +33,7 @@ SETTLE_TIMEOUT_S = 20.0
 # Pages loading at the same time: a page spends much of its load waiting (for its
 # files, MathJax, the screenshot), so more pages than cores keep the cores busy.
 PAGES_AT_ONCE = 6
+SCREENSHOT_TIMEOUT_MS = 120_000
 FROM_DISK = "chapters/01_toy_attention.html"
 
 pytestmark = pytest.mark.site
@@ -124,7 +125,7 @@ class Visit:
     images: list[dict] | None = None
 
 
-async def _visit(context, url: str, origin_url: str, screenshot: Path | None) -> Visit:
+async def _visit(context, url, origin_url, screenshot, screenshot_turn) -> Visit:
     page = await context.new_page()
     log = PageLog(page, origin_url)
     await page.route("**/*", log.route)
@@ -143,10 +144,14 @@ async def _visit(context, url: str, origin_url: str, screenshot: Path | None) ->
             )
             await page.evaluate("() => MathJax.startup.promise")
         await log.settled()
-        if screenshot is not None:
-            await page.screenshot(path=str(screenshot), full_page=True)
         visit.math = await page.evaluate(MATH_FACTS)
         visit.images = await page.evaluate(IMAGE_FACTS)
+        if screenshot is not None:
+            # Full-page pictures of long pages are heavy on two cores: one at a time.
+            async with screenshot_turn:
+                await page.screenshot(
+                    path=str(screenshot), full_page=True, timeout=SCREENSHOT_TIMEOUT_MS
+                )
     except Exception as error:  # a timeout or a crash is that page's failure
         log.problems.append(f"the check could not finish: {error!r}")
     finally:
@@ -157,6 +162,7 @@ async def _visit(context, url: str, origin_url: str, screenshot: Path | None) ->
 async def _visit_all(context, site_url: str) -> dict[str, Visit]:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     slots = asyncio.Semaphore(PAGES_AT_ONCE)
+    screenshot_turn = asyncio.Lock()
     jobs = {
         name: (
             f"{site_url}/{name}",
@@ -171,7 +177,7 @@ async def _visit_all(context, site_url: str) -> dict[str, Visit]:
 
     async def one(args):
         async with slots:
-            return await _visit(context, *args)
+            return await _visit(context, *args, screenshot_turn)
 
     results = await asyncio.gather(*(one(args) for args in jobs.values()))
     return dict(zip(jobs, results, strict=True))
