@@ -16,7 +16,7 @@ NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
 BOOK_FLAGS := -W -n --keep-going
 export PYTHONHASHSEED := 0
 
-.PHONY: all book book-all test lint unit nbval site-check lab outputs student clean
+.PHONY: all book book-all test lint unit nbval site-check screenshots lab outputs student clean
 
 all: test
 
@@ -53,6 +53,10 @@ nbval: $(STAMP)
 
 # Without the nbval plugin, which the browser check does not use, pytest starts
 # without importing nbformat and jsonschema (over a second).
+# The browser check plus a full-page picture of every page in _build/screenshots/.
+screenshots: $(STAMP)
+	SCREENSHOTS=1 $(BIN)/pytest -p no:nbval -m site tests/site
+
 site-check: $(STAMP)
 	$(BIN)/pytest -p no:nbval -m site tests/site
 

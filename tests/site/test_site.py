@@ -4,8 +4,9 @@ Run after ``jupyter-book build`` (``make site-check``; ``make test`` does both).
 page of the table of contents is served from ``_build/html`` on 127.0.0.1 and opened in
 headless Chromium, where every request to any other host is refused. A page passes when
 it loads with no console errors and no failed requests, its math is typeset by the
-MathJax copy served from the site itself, and every figure has loaded. A full-page
-screenshot of each page is written to ``_build/screenshots/``.
+MathJax copy served from the site itself, and every figure has loaded. With
+``SCREENSHOTS=1`` (``make screenshots``) a full-page screenshot of each page is written
+to ``_build/screenshots/``.
 
 Every page is loaded once, a few at a time, in the session's one browser (see
 ``conftest.py``); the tests then read what was recorded for their page.
@@ -14,6 +15,7 @@ Every page is loaded once, a few at a time, in the session's one browser (see
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +27,9 @@ from tools.toc import ROOT, resolve_entry, toc_entries
 
 HTML = ROOT / "_build" / "html"
 SCREENSHOTS = ROOT / "_build" / "screenshots"
+# Full-page pictures for a reviewer's eyes cost most of the check's time; they are
+# taken when SCREENSHOTS=1 is set (`make screenshots`), not on every test run.
+TAKE_SCREENSHOTS = os.environ.get("SCREENSHOTS") == "1"
 MATHJAX_TIMEOUT_MS = 20_000
 # A page has settled when no request has been open for this long after MathJax
 # finished; SETTLE_TIMEOUT_S bounds the wait.
@@ -167,7 +172,9 @@ async def _visit_all(context, site_url: str) -> dict[str, Visit]:
         name: (
             f"{site_url}/{name}",
             site_url,
-            SCREENSHOTS / (name.replace("/", "__") + ".png"),
+            SCREENSHOTS / (name.replace("/", "__") + ".png")
+            if TAKE_SCREENSHOTS
+            else None,
         )
         for name in sorted(PAGES)
     }
