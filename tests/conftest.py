@@ -51,3 +51,21 @@ def projected():
     module = CausalAttention(3, 2, 6, 0.0)
     with torch.no_grad():
         return tokens, module.W_query(x), module.W_key(x), module
+
+
+@pytest.fixture
+def raises_teaching():
+    """``check(call, error, fragments)``: ``call()`` raises ``error`` and its message
+    contains every fragment (a str, or a compiled pattern to search for)."""
+
+    def check(call, error, fragments):
+        with pytest.raises(error) as info:
+            call()
+        message = str(info.value)
+        for fragment in fragments:
+            if hasattr(fragment, "search"):
+                assert fragment.search(message), (fragment.pattern, message)
+            else:
+                assert fragment in message, (fragment, message)
+
+    return check
