@@ -4,7 +4,8 @@
 #   make test      lint, unit tests, nbval (strict), book build (-W), browser check
 #   make lab       JupyterLab on the chapters
 #   make outputs   re-execute every notebook in place (after editing a chapter)
-#   make student   workshop copies of the notebooks, without solutions or outputs
+#   make workshop  a folder and a zip for a workshop without Wi-Fi: student notebooks,
+#                  solutions, the package as a wheel, pinned requirements, a README
 #
 # Every target first creates .venv (if missing) and installs the pinned requirements.
 
@@ -16,7 +17,8 @@ NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
 BOOK_FLAGS := -W -n --keep-going
 export PYTHONHASHSEED := 0
 
-.PHONY: all book book-all test lint unit nbval site-check screenshots lab outputs student clean
+.PHONY: all book book-all test lint unit nbval exercises site-check screenshots lab outputs \
+	student workshop workshop-check clean
 
 all: test
 
@@ -51,6 +53,11 @@ nbval: $(STAMP)
 	$(BIN)/pytest --nbval --nbval-current-env \
 		--nbval-sanitize-with tests/sanitize.cfg $(NOTEBOOKS)
 
+# Every exercise answered right, and wrong in three or more typical ways, in its
+# notebook run top to bottom (several runs of every chapter, two at a time).
+exercises: $(STAMP)
+	$(BIN)/pytest -p no:nbval -m exercises tests/test_exercises.py
+
 # Without the nbval plugin, which the browser check does not use, pytest starts
 # without importing nbformat and jsonschema (over a second).
 # The browser check plus a full-page picture of every page in _build/screenshots/.
@@ -60,7 +67,7 @@ screenshots: $(STAMP)
 site-check: $(STAMP)
 	$(BIN)/pytest -p no:nbval -m site tests/site
 
-test: lint unit nbval book-all site-check
+test: lint unit nbval exercises book-all site-check workshop-check
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab chapters
@@ -70,6 +77,16 @@ outputs: $(STAMP)
 
 student: $(STAMP)
 	$(BIN)/python -m tools.notebooks student _build/student
+
+# WHEELS=1 also downloads every pinned package as a wheel (run it where there is
+# network), so that the folder installs with no network at all.
+workshop: $(STAMP)
+	$(BIN)/python -m tools.workshop _build/workshop $(if $(WHEELS),--with-wheels)
+
+# The workshop folder installed into a fresh virtual environment from its own wheels
+# only (--no-index), and every student notebook run there with the right answers in.
+workshop-check: $(STAMP)
+	$(BIN)/pytest -p no:nbval -m workshop tests/test_workshop.py
 
 clean:
 	rm -rf _build

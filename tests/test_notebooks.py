@@ -9,12 +9,24 @@ damaged copy, so none of them can pass vacuously.
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import nbformat
 import pytest
 
-from tools.notebooks import STUDENT_PROMPT, stored_output_problems, student_copy
+from tools.exercises import (
+    ANSWER_TAG,
+    CHECK_TAG,
+    OUR,
+    exercises,
+    flow_problems,
+    mark_solutions,
+    plain_markdown,
+    solutions_notebook,
+    student_copy,
+)
+from tools.notebooks import stored_output_problems
 from tools.toc import (
     ROOT,
     TOC,
@@ -23,6 +35,7 @@ from tools.toc import (
     toc_entries,
     toc_problems,
 )
+from tools.workshop import LEARNER_PACKAGES, learner_requirements
 
 NOTEBOOKS = chapter_notebooks()
 FIRST_CHAPTER = "01_toy_attention.ipynb"
@@ -49,52 +62,85 @@ def test_toc_starts_with_the_introduction():
     assert toc_entries()[0] == "chapters/intro"
 
 
-# --- workshop copies without solutions (make student) -----------------------------
-
-
-def _exercise_count(notebook):
-    return sum(
-        cell.source.lstrip().startswith("```{exercise}")
-        for cell in notebook.cells
-        if cell.cell_type == "markdown"
-    )
+# --- the exercise flow, and workshop copies without solutions ----------------------
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[path.name for path in NOTEBOOKS])
-def test_student_copy_keeps_exercises_and_checks_but_no_solution(path):
+def test_every_exercise_follows_the_flow(path):
+    problems = flow_problems(path)
+    assert not problems, f"{path.name}:\n" + "\n".join(problems)
+
+
+def test_every_chapter_has_three_exercises():
+    for path in NOTEBOOKS:
+        assert len(exercises(nbformat.read(path, as_version=4))) >= 3, path.name
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[path.name for path in NOTEBOOKS])
+def test_student_copy_keeps_answer_cells_and_checks_but_no_solution(path):
     original = nbformat.read(path, as_version=4)
     copy = student_copy(path)
     text = "\n".join(cell.source for cell in copy.cells)
-    assert "solution-start" not in text and "solution-end" not in text
+    assert "{solution" not in text and "**Solution**" not in text, "a solution left"
+    code = "\n".join(c.source for c in copy.cells if c.cell_type == "code")
+    assert not re.search(rf"\b{OUR}", code), "a student copy holds a solution's code"
+    assert "```{" not in text and "{ref}`" not in text, "MyST left in a student copy"
     assert not any(
         cell.get("outputs") or cell.get("execution_count") for cell in copy.cells
     ), "a student copy must come without outputs"
-    prompts = [i for i, cell in enumerate(copy.cells) if cell.source == STUDENT_PROMPT]
-    assert len(prompts) == _exercise_count(copy) == _exercise_count(original) >= 3
-    for i in prompts:
-        answer = copy.cells[i + 1]
-        assert answer.cell_type == "code" and answer.source == ""
-        check = next(
-            cell
-            for cell in copy.cells[i + 2 :]
-            if cell.cell_type == "code" and cell.source
-        )
-        assert "checks.check_" in check.source, (
-            f"{path.name}: the first code cell after a removed solution should be "
-            f"its self-check, found:\n{check.source}"
-        )
+    answers = [c for c in copy.cells if ANSWER_TAG in c.metadata.get("tags", [])]
+    checks = [c for c in copy.cells if CHECK_TAG in c.metadata.get("tags", [])]
+    assert len(answers) == len(checks) == len(exercises(original)) >= 3
+    for answer, check in zip(answers, checks, strict=True):
+        following = copy.cells[copy.cells.index(answer) + 1]
+        assert following is check and "..." in answer.source
 
 
-def test_student_copy_rejects_a_solution_that_never_ends(tmp_path):
+def _flow_notebook(*sources):
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [
+        nbformat.v4.new_markdown_cell("```{exercise} Double it\n:label: ex\nDo.\n```"),
+        nbformat.v4.new_code_cell(
+            "# Your answer\ndouble = ...", metadata={"tags": ["answer"]}
+        ),
+        nbformat.v4.new_code_cell(
+            "checks.check_x(double)", metadata={"tags": ["check"]}
+        ),
         nbformat.v4.new_markdown_cell("```{solution-start} ex\n:class: dropdown\n```"),
-        nbformat.v4.new_code_cell("answer = 42"),
+        *sources,
     ]
-    path = tmp_path / "broken.ipynb"
-    nbformat.write(notebook, path)
+    return notebook
+
+
+def test_a_solution_that_never_ends_is_caught():
+    notebook = _flow_notebook(nbformat.v4.new_code_cell("our_double = 2"))
     with pytest.raises(ValueError, match="never ends"):
-        student_copy(path)
+        exercises(notebook)
+
+
+def test_a_solution_that_overwrites_the_answer_is_caught(tmp_path):
+    notebook = _flow_notebook(
+        nbformat.v4.new_code_cell("double = 2\nchecks.check_x(double)"),
+        nbformat.v4.new_markdown_cell("Two.\n\n```{solution-end}\n```"),
+    )
+    mark_solutions(notebook)
+    path = tmp_path / "overwrites.ipynb"
+    nbformat.write(notebook, path)
+    problems = flow_problems(path)
+    assert any("binds ['double']" in p for p in problems), problems
+
+
+def test_an_answer_cell_after_the_check_is_caught():
+    notebook = _flow_notebook()
+    cells = notebook.cells
+    cells[1], cells[2] = cells[2], cells[1]
+    with pytest.raises(ValueError, match="answer cell"):
+        exercises(notebook)
+
+
+def test_plain_markdown_turns_an_exercise_into_a_quote():
+    text = plain_markdown("```{exercise} Double it\n:label: ex\nDo $x$.\n```", "2")
+    assert text == "> **Exercise 2: Double it**\n>\n> Do $x$."
 
 
 # --- the checks above, and nbval, fail on damaged copies --------------------------
@@ -193,3 +239,24 @@ def test_a_changed_printed_number_fails_nbval(chapter_copy):
     expected[f"Cell {NBVAL_CELLS - 1}"] = "failed"
     assert cells.outcomes == expected
     assert exit_code == pytest.ExitCode.TESTS_FAILED
+
+
+def test_solutions_notebook_holds_every_solution_and_no_learner_cell():
+    book = solutions_notebook(NOTEBOOKS, "Solutions")
+    text = "\n".join(cell.source for cell in book.cells)
+    for path in NOTEBOOKS:
+        for ex in exercises(nbformat.read(path, as_version=4)):
+            assert ex.title in text, f"{ex.label} is missing from the solutions"
+    tags = [tag for cell in book.cells for tag in cell.metadata.get("tags", [])]
+    assert ANSWER_TAG not in tags and CHECK_TAG not in tags
+    assert "```{" not in text
+    assert text.count("checks.check_") >= sum(
+        len(exercises(nbformat.read(path, as_version=4))) for path in NOTEBOOKS
+    )
+
+
+def test_workshop_requirements_are_the_course_pins():
+    lines = learner_requirements().splitlines()
+    pinned = set((ROOT / "requirements.txt").read_text().splitlines())
+    assert len(lines) == len(LEARNER_PACKAGES) and set(lines) <= pinned
+    assert all("==" in line for line in lines)

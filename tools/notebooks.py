@@ -17,6 +17,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+from tools.exercises import ANSWER_TAG, mark_solutions, student_copy
 from tools.toc import ROOT, chapter_notebooks
 
 CELL_TIMEOUT_S = 300
@@ -30,9 +31,9 @@ def stored_output_problems(path: Path) -> list[str]:
     """What is wrong with the outputs stored in a notebook; empty when nothing is.
 
     The stored outputs must come from one run top to bottom (execution counts 1, 2,
-    3, ...), every code cell must show an output, error outputs may appear only in
-    cells tagged ``raises-exception`` (and such a cell must raise), and the kernel must
-    be ``python3``.
+    3, ...), every code cell but the exercises' answer cells must show an output,
+    error outputs may appear only in cells tagged ``raises-exception`` (and such a
+    cell must raise), and the kernel must be ``python3``.
     """
     notebook = nbformat.read(path, as_version=4)
     cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
@@ -44,7 +45,11 @@ def stored_output_problems(path: Path) -> list[str]:
             f"execution counts are {counts}, expected {expected}: re-run the "
             "notebook with `make outputs`"
         )
-    silent = [number for number, cell in enumerate(cells, 1) if not cell.outputs]
+    silent = [
+        number
+        for number, cell in enumerate(cells, 1)
+        if not cell.outputs and ANSWER_TAG not in cell.metadata.get("tags", [])
+    ]
     if silent:
         problems.append(
             f"code cells {silent} (counting code cells from 1) have no stored output: "
@@ -71,11 +76,13 @@ def stored_output_problems(path: Path) -> list[str]:
 def execute(path: Path) -> float:
     """Run a notebook top to bottom in a fresh kernel and store its outputs in place.
 
-    Returns the wall time in seconds. Widget state is saved so that JupyterLab shows
-    the explorers' last view; no timing metadata is stored, so re-running an unchanged
-    notebook leaves the file unchanged.
+    Returns the wall time in seconds. Solution cells are collapsed for JupyterLab
+    (see :func:`tools.exercises.mark_solutions`). Widget state is saved so that
+    JupyterLab shows the explorers' last view; no timing metadata is stored, so
+    re-running an unchanged notebook leaves the file unchanged.
     """
     notebook = nbformat.read(path, as_version=4)
+    mark_solutions(notebook)
     for cell in notebook.cells:
         if cell.cell_type == "code":
             cell.outputs = []
@@ -106,51 +113,6 @@ def execute(path: Path) -> float:
             cell.outputs = _merge_streams(cell.outputs)
     nbformat.write(notebook, path)
     return elapsed
-
-
-SOLUTION_START = "```{solution-start}"
-SOLUTION_END = "```{solution-end}"
-STUDENT_PROMPT = (
-    "*Your answer here.* The solution is left out of this copy; the self-check "
-    "below tells you whether your answer is right."
-)
-
-
-def student_copy(path: Path) -> nbformat.NotebookNode:
-    """A copy of a notebook for a workshop: solutions removed, outputs cleared.
-
-    Every cell from the one that opens with a ``solution-start`` directive up to the
-    one that closes with ``solution-end`` (the solution's code and its explanation)
-    is replaced by a short prompt and an empty code cell, where the learner writes
-    the answer that the following self-check cell tests.
-    """
-    notebook = nbformat.read(path, as_version=4)
-    cells, inside = [], False
-    for cell in notebook.cells:
-        text = cell.source.strip() if cell.cell_type == "markdown" else ""
-        if text.startswith(SOLUTION_START):
-            if inside:
-                raise ValueError(f"{path.name}: a solution starts inside another one")
-            inside = True
-            cells.append(nbformat.v4.new_markdown_cell(STUDENT_PROMPT))
-            cells.append(nbformat.v4.new_code_cell(""))
-        if SOLUTION_END in text:
-            if not (inside and text.endswith(SOLUTION_END + "\n```")):
-                raise ValueError(
-                    f"{path.name}: a solution-end must close a solution and end its "
-                    "cell"
-                )
-            inside = False
-        elif not inside:
-            if cell.cell_type == "code":
-                cell.outputs = []
-                cell.execution_count = None
-            cells.append(cell)
-    if inside:
-        raise ValueError(f"{path.name}: a solution never ends")
-    notebook.cells = cells
-    notebook.metadata.pop("widgets", None)  # saved views of cleared outputs
-    return notebook
 
 
 def _merge_streams(outputs):

@@ -29,6 +29,7 @@ from .basics import (
     check_attention_fn,
     check_close,
     check_context_vector,
+    check_scaled_embeddings,
     check_softmax,
     check_weights,
 )
@@ -80,6 +81,7 @@ __all__ = [
     "check_projected_context",
     "check_row_drop_probability",
     "check_scaled_attention_fn",
+    "check_scaled_embeddings",
     "check_score_variance",
     "check_shape_predictions",
     "check_softmax",

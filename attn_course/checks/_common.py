@@ -146,6 +146,10 @@ _TRANSPOSED = (
 def expect_close(answer, expected, name, where="", *, atol, rtol, hint="", slips=()):
     """Raise unless the values match; report the largest difference and where.
 
+    The message shows the learner's values and says which entry is furthest off,
+    by how much and in which direction; it never writes out the expected values,
+    which would hand over the answer to a numeric exercise.
+
     When they do not match, the message ends with ``hint`` and with the first of
     ``slips`` (see :class:`attn_course.checks._kit.Slip`) that the answer matches,
     with the same tolerances; a square matrix that is the transpose of the
@@ -165,14 +169,14 @@ def expect_close(answer, expected, name, where="", *, atol, rtol, hint="", slips
     index = unravel(int(difference.reshape(-1).argmax()), tuple(received.shape))
     wrong = int((~close).sum())
     location = f" at index {fmt_index(index)}" if received.dim() else ""
+    gap = float(received[index] - target[index])
+    off = "not a number" if gap != gap else f"too {'high' if gap > 0 else 'low'}"
     raise AssertionError(
         f"{name}{where}: values are off; the largest difference is "
-        f"{float(difference[index]):.4g}{location}, where the expected value is "
-        f"{fmt_number(target[index])} but yours is {fmt_number(received[index])} "
-        f"({wrong} of {received.numel()} values differ by more than "
-        f"atol={atol:g} + rtol={rtol:g} * |expected|).\n"
-        f"  expected: {fmt_values(target)}\n"
-        f"  received: {fmt_values(received)}{hint}" + (f"\n{why}" if why else "")
+        f"{float(difference[index]):.4g}{location}, where yours is "
+        f"{fmt_number(received[index])}, {off} ({wrong} of {received.numel()} "
+        f"values differ by more than atol={atol:g} + rtol={rtol:g} * |expected|).\n"
+        f"  yours: {fmt_values(received)}{hint}" + (f"\n{why}" if why else "")
     )
 
 
@@ -244,11 +248,46 @@ def expect_dict(answer, check, example):
 
 
 def as_shape(value):
-    """A predicted shape as a tuple of ints, or None when it is not a shape."""
+    """A predicted shape as a tuple of ints, or None when it is not a shape.
+
+    >>> as_shape([2, 3]), as_shape(torch.Size([4])), as_shape("23"), as_shape(6)
+    ((2, 3), (4,), None, None)
+    """
+    if isinstance(value, (str, bytes)):
+        return None
     try:
         return tuple(int(n) for n in value)
     except (TypeError, ValueError):
         return None
+
+
+def shape_mismatch(predicted, right, letters=()):
+    """Where a predicted shape differs from the right one, without the right one.
+
+    ``letters`` names each dimension of the right shape (``("B", "H", "T", "T")``);
+    the sentence says which dimensions are too high or too low, or how many
+    dimensions there should be, so that a learner learns what is wrong without
+    being handed the answer.
+
+    >>> shape_mismatch((2, 5, 36), (2, 5, 12), ("B", "T", "D"))
+    'dimension 2 (D) is too high'
+    >>> shape_mismatch((2, 5, 3, 4), (2, 3, 5, 4), ("B", "H", "T", "d"))
+    'dimension 1 (H) is too high, dimension 2 (T) is too low'
+    >>> shape_mismatch((2, 5, 5), (2, 3, 5, 5), ("B", "H", "T", "T"))
+    'it has 3 dimensions where the result has 4, (B, H, T, T)'
+    """
+    if len(predicted) != len(right):
+        named = f", ({', '.join(letters)})" if len(letters) == len(right) else ""
+        return (
+            f"it has {len(predicted)} dimension{'s' * (len(predicted) != 1)} where "
+            f"the result has {len(right)}{named}"
+        )
+    parts = []
+    for i, (p, r) in enumerate(zip(predicted, right, strict=True)):
+        if p != r:
+            letter = f" ({letters[i]})" if len(letters) == len(right) else ""
+            parts.append(f"dimension {i}{letter} is too {'high' if p > r else 'low'}")
+    return ", ".join(parts)
 
 
 # --- references shared by the chapters ----------------------------------------------
@@ -307,12 +346,64 @@ def run_attention_cases(
     """Run the learner's attention function ``fn`` on ``cases`` (see
     :func:`attn_course.checks._kit.run_cases`, which gets ``how``) and compare each
     result with the ``(weights, context)`` of
-    ``scaled_dot_product_attention(queries, keys, values, **reference)``.
+    ``scaled_dot_product_attention(queries, keys, values, **reference)``, as
+    :func:`verify_attention` does.
 
     A case's arguments are the queries, keys and values, or one input that is all
-    three. The weights are first compared with the slips ``fatal(case, weights)``
-    lists (a match is the whole explanation), then checked to be valid weights,
-    then compared with the expected ones, where ``slips(case)`` explain a
+    three.
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    weights : (..., T_q, T_k)
+    context : (..., T_q, d_v)
+    """
+    verify = verify_attention(
+        check, reference=reference, slips=slips, fatal=fatal, context_hint=context_hint
+    )
+    run_cases(check, fn, cases, verify, **how)
+
+
+def expect_order(result, expected_weights, expected_context, check, where):
+    """Raise when a pair ``result`` holds ``(context, weights)``, the wrong order.
+
+    The pair is in the wrong order when its first tensor has the shape of the
+    context and its second that of the weights, and, where the two shapes are the
+    same, their values are those of the context and the weights.
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    expected_weights : (..., T_q, T_k)
+    expected_context : (..., T_q, d_v)
+    """
+    first, second = result
+    if not (isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor)):
+        return
+    weights_shape, context_shape = expected_weights.shape, expected_context.shape
+    if first.shape != context_shape or second.shape != weights_shape:
+        return
+    if weights_shape == context_shape and not (
+        matches(first, expected_context) and matches(second, expected_weights)
+    ):
+        return
+    raise AssertionError(
+        f"{check}: your function returned the pair in the wrong order{where}: the "
+        f"first tensor holds the context vectors {tuple(context_shape)} and the "
+        f"second the weights {tuple(weights_shape)}. Return the weights first: "
+        "`return weights, context`."
+    )
+
+
+def verify_attention(check, *, reference, slips, fatal=None, context_hint):
+    """The ``verify(case, result)`` of an attention function that returns
+    ``(weights, context)``, for :func:`attn_course.checks._kit.run_cases`.
+
+    The result is compared with
+    ``scaled_dot_product_attention(queries, keys, values, **reference)``; a pair in
+    the wrong order is named first (:func:`expect_order`), then the weights are
+    compared with the slips ``fatal(case, weights)`` lists, checked to be valid
+    weights and compared with the expected ones, where ``slips(case)`` explain a
     difference; the context comes last, with ``context_hint``.
 
     Shapes
@@ -328,7 +419,9 @@ def run_attention_cases(
         expected_context, expected_weights = scaled_dot_product_attention(
             queries, keys, values, return_weights=True, **reference
         )
-        weights, context = expect_pair(result, check, where)
+        pair = expect_pair(result, check, where)
+        expect_order(pair, expected_weights, expected_context, check, where)
+        weights, context = pair
         name = f"{check}: your weights"
         weights = expect_tensor(weights, name, where)
         expect_shape(weights, expected_weights, name, where)
@@ -347,7 +440,7 @@ def run_attention_cases(
         hint = f"\n{context_hint}"
         expect_close(context, expected_context, name, where, **tolerance, hint=hint)
 
-    run_cases(check, fn, cases, verify, **how)
+    return verify
 
 
 def expect_mask(mask, right, slips, name, *, otherwise, shown):

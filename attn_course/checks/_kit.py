@@ -12,11 +12,18 @@ they share:
   matches (:func:`matches` says what "matches" means, once);
 - :func:`run_cases` calls the learner's function on each case (through
   :func:`call`: on fresh copies of the inputs, with its errors explained and
-  in-place changes caught) and prints the ✅ line when every case passes.
+  in-place changes caught) and prints the ✅ line when every case passes;
+- :func:`exercise_check` marks a check's answer parameters: while one of them
+  still holds the answer cell's placeholder (``...``, or a function whose body
+  is only ``...``), the check says "not answered yet" instead of failing.
 """
 
 from __future__ import annotations
 
+import dis
+import functools
+import inspect
+import types
 from contextlib import contextmanager
 from typing import NamedTuple
 
@@ -196,11 +203,58 @@ def _what_changed(original, given, saved, name):
     return ""
 
 
-def call(fn, check, case, *, who="your function", fix="", names=None, explain=None):
+# Messages of PyTorch errors that a typical slip causes, and the slip's name.
+_LIKELY_SLIPS = (
+    (
+        "must match the size of tensor",
+        " Two shapes do not line up. The usual slips: a max or sum over the last "
+        "dimension without keepdim=True, which gives (..., T) where (..., T, 1) "
+        "would broadcast against the rows; or .T on a tensor with a batch "
+        "dimension, which reverses every dimension: use .transpose(-2, -1) to swap "
+        "only the last two.",
+    ),
+    (
+        "cannot be multiplied",
+        " The inner sizes of a matrix product differ: a forgotten transpose? Scores "
+        "are queries @ keys.transpose(-2, -1), (T_q, d) @ (d, T_k).",
+    ),
+    (
+        "Expected size for first two dimensions of batch2",
+        " The inner sizes of a batched matrix product differ: a forgotten "
+        "transpose? Scores are queries @ keys.transpose(-2, -1).",
+    ),
+    (
+        "view size is not compatible",
+        " .view(...) needs memory laid out in order, which .transpose(...) breaks: "
+        "call .contiguous() before .view(...), or use .reshape(...).",
+    ),
+)
+
+
+def explain_error(error):
+    """The likely slip behind a PyTorch error (a sentence), or ''.
+
+    >>> try:
+    ...     torch.ones(2, 3) - torch.ones(2, 3).max(dim=-1).values
+    ... except RuntimeError as error:
+    ...     print(explain_error(error).strip()[:60])
+    Two shapes do not line up. The usual slips: a max or sum ove
+    """
+    text = str(error)
+    for fragment, hint in _LIKELY_SLIPS:
+        if fragment in text:
+            return hint
+    return ""
+
+
+def call(
+    fn, check, case, *, who="your function", fix="", names=None, explain=explain_error
+):
     """``fn(*case.args)`` on fresh copies; explain errors and in-place changes.
 
     Any error ``fn`` raises becomes an ``AssertionError`` that says which case it
-    was raised on (``explain(error)`` may add a sentence); an argument that ``fn``
+    was raised on (``explain(error)`` may add a sentence; by default
+    :func:`explain_error` names the slip behind a shape error); an argument that ``fn``
     changed in place is an ``AssertionError`` ending with ``fix``. ``names`` are
     the arguments' names, for the message.
     """
@@ -269,3 +323,87 @@ def run_cases(
         for case in cases:
             verify(case, call(fn, check, case, who=who, fix=fix, names=names))
     passed(check, success() if callable(success) else success)
+
+
+# --- an exercise not answered yet ----------------------------------------------------
+
+
+def _does_nothing(code):
+    """Whether compiled code only returns None (a body of ``...``, ``pass`` or a
+    docstring), whatever the Python version's instructions for that are."""
+    idle = {"RESUME", "NOP", "CACHE", "RETURN_VALUE", "RETURN_CONST", "LOAD_CONST"}
+    instructions = list(dis.get_instructions(code))
+    return all(
+        ins.opname in idle
+        and (ins.opname not in ("LOAD_CONST", "RETURN_CONST") or ins.argval is None)
+        for ins in instructions
+    )
+
+
+def unanswered(value):
+    """Whether ``value`` is still an answer cell's placeholder.
+
+    That is ``...`` itself (``context_sun = ...``), or a function whose body does
+    nothing (``def stable_softmax(x): ...``): such a function returns None for any
+    input, so no answer has been written yet.
+
+    >>> unanswered(...), unanswered(None), unanswered(torch.zeros(2))
+    (True, False, False)
+    >>> def softmax(x):
+    ...     ...
+    >>> def half(x):
+    ...     return x / 2
+    >>> unanswered(softmax), unanswered(half), unanswered(torch.softmax)
+    (True, False, False)
+    """
+    if value is Ellipsis:
+        return True
+    code = getattr(value, "__code__", None)
+    return isinstance(code, types.CodeType) and _does_nothing(code)
+
+
+NOT_ANSWERED = (
+    "not answered yet: write your answer in the cell above (replace the ...), run "
+    "that cell, then run this one again."
+)
+
+
+def exercise_check(*answers):
+    """Decorate a check whose parameters ``answers`` hold the learner's answers.
+
+    While any of them is still a placeholder (see :func:`unanswered`), the check
+    prints one line starting with ⏳ that says so, and returns None without
+    checking anything: an exercise not done yet is not an error, and running a
+    whole notebook does not stop there.
+
+    >>> @exercise_check("fn")
+    ... def check_twice(fn):
+    ...     passed("check_twice", "right")
+    >>> check_twice(...)
+    ⏳ check_twice: not answered yet: write your answer in the cell above (replace \
+the ...), run that cell, then run this one again.
+    >>> check_twice(lambda x: 2 * x)
+    ✅ check_twice: right
+    """
+
+    def decorate(check):
+        signature = inspect.signature(check)
+        missing = [name for name in answers if name not in signature.parameters]
+        if missing:
+            raise TypeError(f"{check.__name__} has no parameter {missing[0]!r}")
+
+        @functools.wraps(check)
+        def checked(*args, **kwargs):
+            try:
+                given = signature.bind(*args, **kwargs).arguments
+            except TypeError:
+                return check(*args, **kwargs)  # Python's own message for the call
+            if any(unanswered(given.get(name)) for name in answers):
+                print(f"⏳ {check.__name__}: {NOT_ANSWERED}")
+                return None
+            return check(*args, **kwargs)
+
+        checked.answers = answers
+        return checked
+
+    return decorate

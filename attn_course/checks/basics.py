@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import torch
 
-from .._validate import kind_of
+from .._validate import kind_of, require_positive
 from ..data import hello_shiny_sun, your_journey
-from ..walkthrough import query_attention
+from ..walkthrough import as_embeddings, query_attention
 from ._common import (
     expect_close,
     expect_finite,
@@ -22,20 +22,22 @@ from ._common import (
     expect_weights,
     fmt_shape,
     fmt_values,
-    run_attention_cases,
     scaled_reference,
+    verify_attention,
 )
-from ._kit import Case, Slip, passed, run_cases
+from ._kit import Case, Slip, exercise_check, first_slip, matches, passed, run_cases
 
 __all__ = [
     "check_attention_fn",
     "check_close",
     "check_context_vector",
+    "check_scaled_embeddings",
     "check_softmax",
     "check_weights",
 ]
 
 
+@exercise_check("answer")
 def check_close(answer, expected, *, name="your answer", atol=1e-4, rtol=1e-4):
     """Check that a tensor answer matches the expected values.
 
@@ -101,6 +103,7 @@ def check_close(answer, expected, *, name="your answer", atol=1e-4, rtol=1e-4):
     )
 
 
+@exercise_check("weights")
 def check_weights(weights, *, name="your weights"):
     """Check that attention weights are non-negative and sum to 1 over the keys.
 
@@ -154,20 +157,33 @@ def check_weights(weights, *, name="your weights"):
 def _softmax_cases():
     """The inputs of check_softmax, each described with its values.
 
-    The large-valued vector comes second, right after the small one, so a naive
-    softmax is caught by the overflow it causes rather than by another mistake.
+    They come in the order that names each slip by the input that shows it: the
+    large vector catches a naive softmax, the vector spread over [0, 100] one that
+    subtracts the row's minimum, the matrix whose rows differ in magnitude one that
+    subtracts the maximum of the whole tensor (and, being non-square, a max without
+    keepdim), and the square matrix a max or sum without keepdim that broadcasts.
     """
     generator = torch.Generator().manual_seed(0)
     inputs = [
         ("a small vector", torch.tensor([1.0, 2.0, 3.0])),
         ("a vector of large scores", torch.tensor([1000.0, 1001.0, 1002.0])),
         (
+            "a vector of scores spread over [0, 100]",
+            torch.tensor([100.0, 3.0, 47.0, 0.5, 88.0, 21.0]),
+        ),
+        (
+            "a (2, 5) matrix whose rows differ in magnitude",
+            torch.tensor(
+                [[2.0, -1.0, 0.5, 3.0, 1.0], [400.0, 398.0, 401.0, 399.5, 400.5]]
+            ),
+        ),
+        (
             "a (4, 6) matrix of random scores (one softmax per row)",
             torch.randn(4, 6, generator=generator) * 3.0,
         ),
         (
-            "a (2, 3) matrix with negative and tied scores",
-            torch.tensor([[-1.0, -1.0, 2.0], [0.0, -3.0, -3.0]]),
+            "a (3, 3) matrix with negative and tied scores",
+            torch.tensor([[-1.0, -1.0, 2.0], [0.0, -3.0, -3.0], [5.0, 0.5, -2.0]]),
         ),
     ]
     return [Case(f"{text} {fmt_values(x)}", (x,)) for text, x in inputs]
@@ -182,15 +198,123 @@ _OVERFLOW = (
     "exp(x) / sum(exp(x)), and now the largest exponent is exp(0) = 1."
 )
 
+_ROW_MIN = (
+    "It matches subtracting each row's minimum instead of its maximum. Then every "
+    "exponent is >= 0, and a row whose values span more than about 88 (as this one "
+    "does) still overflows: exp(99.5) is inf in float32, and inf / inf is nan. "
+    "Subtract each row's maximum, x - x.max(dim=-1, keepdim=True).values: then "
+    "every exponent is <= 0 and the largest is exp(0) = 1."
+)
 
+_GLOBAL_MAX = (
+    "It matches subtracting the maximum of the whole tensor, x - x.max(), instead "
+    "of each row's own maximum. A row far below the largest value of the tensor "
+    "gets exponents such as exp(-398), which are 0 in float32, and 0 / 0 is nan "
+    "(or, when they are merely tiny, its values lose their precision). Subtract "
+    "each row's maximum: x - x.max(dim=-1, keepdim=True).values."
+)
+
+_NO_KEEPDIM = (
+    "It matches a max or sum over the last dimension without keepdim=True: on a "
+    "(T, T) matrix, x.max(dim=-1).values has shape (T,), which broadcasts along the "
+    "rows, so entry [i, j] gets row j's maximum (or sum) instead of row i's, and "
+    "no error warns you (on a non-square matrix the shapes do not line up and "
+    "PyTorch raises one). Keep the dimension: x.max(dim=-1, keepdim=True).values "
+    "and exps.sum(dim=-1, keepdim=True), shape (T, 1)."
+)
+
+_WHOLE_SUM = (
+    "It matches dividing by the sum over the whole tensor, exps.sum(): each row "
+    "must be divided by its own sum, exps.sum(dim=-1, keepdim=True)."
+)
+
+
+def _softmax_of(shift, total):
+    """A softmax written with the shift ``shift(x)`` and the sum ``total(exps)``."""
+
+    def softmax(x):
+        exps = torch.exp(x - shift(x))
+        return exps / total(exps)
+
+    return softmax
+
+
+def _rows(exps):
+    return exps.sum(dim=-1, keepdim=True)
+
+
+def _softmax_slips(x):
+    """The known wrong softmaxes of check_softmax, as slips for the input ``x``.
+
+    Each is computed in ``x``'s dtype, so it overflows where the learner's would;
+    an answer matches one when it has the same values and the same NaN and
+    infinite entries. A slip that gives the right answer on ``x`` is skipped, and
+    one that raises on ``x`` (a max without keepdim on a non-square matrix) too.
+    """
+    expected = torch.softmax(x, dim=-1)
+    square = x.dim() == 2 and x.shape[0] == x.shape[1]
+
+    def row_max(t):
+        return t.max(dim=-1).values
+
+    wrong = [
+        (_softmax_of(lambda t: t.min(dim=-1, keepdim=True).values, _rows), _ROW_MIN),
+        (_softmax_of(lambda t: t.max(), _rows), _GLOBAL_MAX),
+        (_softmax_of(lambda t: t.max(), lambda e: e.sum()), _GLOBAL_MAX),
+        (_softmax_of(lambda t: 0.0, _rows), _OVERFLOW.strip()),
+        (_softmax_of(lambda t: 0.0, lambda e: e.sum()), _OVERFLOW.strip()),
+        (
+            _softmax_of(
+                lambda t: t.max(dim=-1, keepdim=True).values, lambda e: e.sum()
+            ),
+            _WHOLE_SUM,
+        ),
+    ]
+    if square:
+        wrong += [
+            (_softmax_of(row_max, _rows), _NO_KEEPDIM),
+            (_softmax_of(row_max, lambda e: e.sum(dim=-1)), _NO_KEEPDIM),
+            (
+                _softmax_of(
+                    lambda t: t.max(dim=-1, keepdim=True).values,
+                    lambda e: e.sum(dim=-1),
+                ),
+                _NO_KEEPDIM,
+            ),
+        ]
+    slips = []
+    for softmax, why in wrong:
+        gives = softmax(x)
+        right = torch.allclose(gives.double(), expected.double(), atol=1e-5, rtol=1e-4)
+        slips.append(Slip(None if right else _same_as(gives), why))
+    return slips
+
+
+def _same_as(gives):
+    """A predicate: whether an answer has the values, NaN and inf of ``gives``."""
+    target = gives.detach().to("cpu", torch.float64)
+
+    def same(answer):
+        if not isinstance(answer, torch.Tensor) or answer.shape != target.shape:
+            return False
+        values = answer.detach().to("cpu", torch.float64)
+        return bool(
+            torch.allclose(values, target, atol=1e-5, rtol=1e-4, equal_nan=True)
+        )
+
+    return same
+
+
+@exercise_check("fn")
 def check_softmax(fn):
     """Check a hand-written softmax against ``torch.softmax(x, dim=-1)``.
 
     Introduced in Chapter 1. ``fn(x)`` must return the softmax of ``x`` along its
-    last dimension. It is tried on 4 inputs: a small vector, a vector of large
+    last dimension. It is tried on 6 inputs: a small vector, a vector of large
     scores (around 1000, where a naive ``exp(x) / exp(x).sum()`` overflows), a
-    random matrix and a matrix with negative and tied scores. Your function must
-    not change its input.
+    vector spread over [0, 100], a (2, 5) matrix whose rows differ in magnitude, a
+    random matrix and a square matrix with negative and tied scores. Your function
+    must not change its input.
 
     Parameters
     ----------
@@ -200,7 +324,7 @@ def check_softmax(fn):
     Returns
     -------
     None
-        Prints one line starting with ✅ when all 4 inputs pass.
+        Prints one line starting with ✅ when all 6 inputs pass.
 
     Raises
     ------
@@ -208,7 +332,9 @@ def check_softmax(fn):
         On the first input where ``fn`` raises, changes its input in place, returns
         something that is not a tensor, returns another shape, NaN or infinite
         values (with an explanation of overflow and the subtract-the-maximum fix),
-        rows that do not sum to 1 or wrong values.
+        rows that do not sum to 1 or wrong values. Known slips are named:
+        subtracting the row's minimum, or the maximum of the whole tensor, a max or
+        sum without ``keepdim=True`` and a sum over the whole tensor.
     TypeError
         If ``fn`` is not a function, e.g. a tensor it returned.
 
@@ -225,8 +351,8 @@ def check_softmax(fn):
     ...     x = x - x.max(dim=-1, keepdim=True).values
     ...     return torch.exp(x) / torch.exp(x).sum(dim=-1, keepdim=True)
     >>> check_softmax(softmax)  # doctest: +NORMALIZE_WHITESPACE
-    ✅ check_softmax: your softmax is correct; it matches torch.softmax on all 4 test
-    inputs, including large values.
+    ✅ check_softmax: your softmax is correct; it matches torch.softmax on all 6 test
+    inputs, including large values and rows of different magnitude.
 
     The naive version overflows on large scores:
 
@@ -235,7 +361,7 @@ def check_softmax(fn):
     >>> check_softmax(naive_softmax)
     Traceback (most recent call last):
     ...
-    AssertionError: check_softmax: ... large scores ... found NaN ... overflows ...
+    AssertionError: check_softmax: ... large scores ... NaN ... overflows ...
     """
     name = "check_softmax: your softmax's output"
 
@@ -244,6 +370,13 @@ def check_softmax(fn):
         expected = torch.softmax(x, dim=-1)
         output = expect_tensor(output, name, case.where)
         expect_shape(output, expected, name, case.where)
+        why = first_slip(output, _softmax_slips(x))
+        if why:
+            finite = bool(torch.isfinite(output.detach()).all())
+            what = "values are off" if finite else "found NaN or infinite values"
+            raise AssertionError(
+                f"{name}{case.where}: {what}: {fmt_values(output)}. {why}"
+            )
         large = bool(x.abs().max() > 80)
         expect_finite(output, name, case.where, hint=_OVERFLOW if large else "")
         expect_weights(output, name, case.where)
@@ -259,10 +392,58 @@ def check_softmax(fn):
         fix="work on new tensors, e.g. x = x - x.max(dim=-1, keepdim=True).values "
         "instead of x -= ..., and torch.exp(x) instead of x.exp_().",
         success="your softmax is correct; it matches torch.softmax on all "
-        f"{len(cases)} test inputs, including large values.",
+        f"{len(cases)} test inputs, including large values and rows of different "
+        "magnitude.",
     )
 
 
+def _context_slips(inputs, index, temperature):
+    """The known wrong context vectors for query ``index`` of ``inputs``."""
+    x = inputs.detach()
+    T, D = x.shape
+    scores = x @ x[index] / temperature  # (T, D) @ (D,) -> (T,)
+    slips = [
+        Slip(
+            query_attention(None, x, index).context if temperature != 1 else None,
+            f"Your vector matches temperature 1: divide the scores by "
+            f"{temperature:g} before the softmax.",
+        ),
+        Slip(
+            scores @ x,
+            "Your vector mixes the inputs with the raw scores: turn the scores into "
+            "weights with torch.softmax(scores, dim=-1) first.",
+        ),
+        Slip(
+            (scores / scores.sum()) @ x,
+            "Your vector mixes the inputs with the scores divided by their sum; "
+            "attention weights come from a softmax, torch.softmax(scores, dim=-1), "
+            "which also keeps them positive.",
+        ),
+        Slip(
+            torch.softmax(scores, dim=-1) if T == D else None,
+            "Your vector is the attention weights, not the context vector: mix the "
+            "inputs with them, weights @ inputs.",
+        ),
+        Slip(
+            torch.softmax(scores / D**0.5, dim=-1) @ x,
+            f"Your vector matches *scaled* attention (scores / sqrt({D})); this "
+            "chapter uses plain, unscaled dot products.",
+        ),
+    ]
+    for other in range(T):
+        if other != index:
+            slips.append(
+                Slip(
+                    query_attention(None, x, other, temperature).context,
+                    f"Your vector is the context vector of query {other} (token "
+                    f"{other + 1}); this one is query_index={index} (token "
+                    f"{index + 1}): Python counts from 0.",
+                )
+            )
+    return slips
+
+
+@exercise_check("answer")
 def check_context_vector(answer, inputs, query_index, *, temperature=1.0):
     """Check one query's context vector from unscaled dot-product attention.
 
@@ -291,8 +472,9 @@ def check_context_vector(answer, inputs, query_index, *, temperature=1.0):
     ------
     AssertionError
         If ``answer`` is not a tensor, has another shape, contains NaN or infinite
-        values, or its values are off (a vector computed at temperature 1 is
-        named).
+        values, or its values are off. Common slips are named: no softmax, scores
+        divided by their sum, the weights instead of the context, scaled scores,
+        another query's vector and, at another temperature, temperature 1.
     TypeError, ValueError
         If ``inputs``, ``query_index`` or ``temperature`` is invalid (a mistake in
         the call).
@@ -323,14 +505,6 @@ def check_context_vector(answer, inputs, query_index, *, temperature=1.0):
     expect_finite(answer, name)
     scores = "scores" if temperature == 1 else f"scores / {temperature:g}"
     formula = f"softmax({scores}) @ inputs"
-    plain = query_attention(None, inputs, index).context  # at temperature 1
-    slips = [
-        Slip(
-            plain if temperature != 1 else None,
-            f"Your vector matches temperature 1: divide the scores by "
-            f"{temperature:g} before the softmax.",
-        )
-    ]
     expect_close(
         answer,
         seen.context,
@@ -339,12 +513,163 @@ def check_context_vector(answer, inputs, query_index, *, temperature=1.0):
         rtol=1e-4,
         hint=f"\nThe expected vector is {formula} with scores = inputs @ "
         f"inputs[{index}].",
-        slips=slips,
+        slips=_context_slips(as_embeddings(inputs), index, temperature),
     )
     passed(
         "check_context_vector",
         f"{name} is correct; it equals {formula} with scores = inputs @ "
         f"inputs[{index}].",
+    )
+
+
+def _as_number(value, name):
+    """The learner's ``value`` as a float, or a teaching AssertionError."""
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise AssertionError(
+            f"{name}: expected a number, got {kind_of(value)}; store a plain number "
+            "such as 0.5 (or a tensor holding one value)."
+        )
+    return float(value)
+
+
+@exercise_check("weights", "tau")
+def check_scaled_embeddings(weights, tau, inputs, query_index, *, factor=2.0):
+    """Check the weights of one query after every embedding is scaled, and the
+    temperature that gives the same weights on the original embeddings.
+
+    Introduced in Chapter 1. ``weights`` must be ``softmax(scores)`` with
+    ``scores = (factor * inputs) @ (factor * inputs[query_index])``, Chapter 1's
+    plain dot products on the scaled embeddings, and ``tau`` the temperature at
+    which the original embeddings give the same weights: each score is multiplied
+    by ``factor**2``, so ``tau = 1 / factor**2``.
+
+    Parameters
+    ----------
+    weights : torch.Tensor
+        Your weights of the query over the scaled embeddings, one per token.
+    tau : float
+        Your temperature for the original embeddings.
+    inputs : torch.Tensor
+        The original embeddings, one row per token.
+    query_index : int
+        Position of the query token.
+    factor : float, default 2.0
+        Every embedding is multiplied by it.
+
+    Returns
+    -------
+    None
+        Prints one line starting with ✅ when the weights and ``tau`` are right.
+
+    Raises
+    ------
+    AssertionError
+        If ``weights`` is not a tensor, has another shape, is not a set of valid
+        weights or its values are off (the weights of the original embeddings, of
+        scores scaled once instead of twice and of another query are named), or
+        ``tau`` is not a number or is off (``1 / factor``, ``factor**2`` and
+        ``factor`` are named).
+    TypeError, ValueError
+        If ``inputs``, ``query_index`` or ``factor`` is invalid (a mistake in the
+        call).
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    inputs : (T, D)
+    weights : (T,)
+
+    Examples
+    --------
+    >>> import torch
+    >>> from attn_course.data import your_journey
+    >>> X = your_journey().embeddings
+    >>> weights = torch.softmax((2 * X) @ (2 * X[1]), dim=-1)
+    >>> check_scaled_embeddings(weights, 0.25, X, 1)
+    ... # doctest: +NORMALIZE_WHITESPACE
+    ✅ check_scaled_embeddings: your weights for query 1 are correct, and tau = 0.25
+    gives the same weights on the original embeddings: scaling every embedding by
+    2 multiplies every score by 2**2 = 4.
+    """
+    check = "check_scaled_embeddings"
+    x = as_embeddings(inputs, "inputs").detach()
+    factor = require_positive(factor, "factor", hint="use e.g. factor=2.0")
+    T, D = x.shape
+    seen = query_attention(None, factor * x, query_index)
+    index = query_index % T
+    name = f"{check}: your weights for query {index}"
+    answer = expect_tensor(weights, name)
+    if tuple(answer.shape) == (D,) != (T,):
+        raise AssertionError(
+            f"{name}: wrong shape {fmt_shape(answer)}, the width of one embedding; "
+            f"the weights have one value per token, shape ({T},). Store the weights "
+            "themselves, not the context vector they give."
+        )
+    expect_shape(answer, seen.weights, name)
+    expect_weights(answer, name)
+    f2 = factor**2
+    slips = [
+        Slip(
+            query_attention(None, x, index).weights,
+            f"They are the weights of the original embeddings: compute the scores "
+            f"from the scaled ones, X_doubled = {factor:g} * X, for the query and "
+            "the keys alike.",
+        ),
+        Slip(
+            torch.softmax(factor * (x @ x[index]), dim=-1),
+            f"They match scores multiplied by {factor:g}, not {f2:g}: you scaled only "
+            "the query or only the keys. Scaling every embedding scales both "
+            f"factors of each dot product, so the scores grow by {factor:g}**2.",
+        ),
+    ]
+    slips += [
+        Slip(
+            query_attention(None, factor * x, other).weights,
+            f"They are the weights of query {other} (token {other + 1}); this one "
+            f"is query_index={index} (token {index + 1}).",
+        )
+        for other in range(T)
+        if other != index
+    ]
+    expect_close(answer, seen.weights, name, atol=1e-4, rtol=1e-4, slips=slips)
+    given = _as_number(tau, f"{check}: your tau_same")
+    tolerance = {"atol": 0.0, "rtol": 1e-3}
+    if not matches(given, 1 / f2, **tolerance):
+        taus = [
+            Slip(
+                1 / factor,
+                f"that undoes a factor {factor:g} in the scores, but each score gets "
+                f"{factor:g} twice: ({factor:g} x_i) . ({factor:g} x_j) = {f2:g} "
+                "(x_i . x_j)",
+            ),
+            Slip(
+                f2,
+                f"the scores are divided by the temperature, so tau = {f2:g} makes "
+                f"them {f2:g} times smaller; the scaled embeddings make them {f2:g} "
+                "times larger",
+            ),
+            Slip(
+                factor,
+                "the scores are divided by the temperature, and they grow by "
+                f"{factor:g} twice, once for the query and once for the key",
+            ),
+            Slip(1.0, "temperature 1 leaves the scores of the original embeddings"),
+        ]
+        why = first_slip(given, taus, **tolerance) or (
+            f"scaling every embedding by {factor:g} multiplies every score by "
+            f"{factor:g} * {factor:g}; which temperature multiplies them by the same?"
+        )
+        raise AssertionError(
+            f"{check}: your tau_same = {given:g} is off; {why}. At temperature tau "
+            "the weights are softmax(scores / tau)."
+        )
+    passed(
+        check,
+        f"your weights for query {index} are correct, and tau = {given:g} gives the "
+        f"same weights on the original embeddings: scaling every embedding by "
+        f"{factor:g} multiplies every score by {factor:g}**2 = {f2:g}.",
     )
 
 
@@ -375,6 +700,20 @@ def _scaled_slip(case):
     ]
 
 
+def _columns_slip(case, weights):
+    """Weights normalised over the queries, named before the check of the sums."""
+    (x,) = case.args
+    return [
+        Slip(
+            torch.softmax(x @ x.T, dim=0),
+            "The columns sum to 1 instead of the rows: you normalised over the "
+            "queries (dim=0); normalise over the keys, the last dimension, "
+            "torch.softmax(scores, dim=-1).",
+        )
+    ]
+
+
+@exercise_check("fn")
 def check_attention_fn(fn):
     """Check a function computing unscaled dot-product self-attention for all tokens.
 
@@ -399,8 +738,9 @@ def check_attention_fn(fn):
     ------
     AssertionError
         On the first input where ``fn`` raises, changes its input, does not return a
-        pair of tensors, returns a wrong shape, invalid weights or wrong values
-        (weights of *scaled* attention are named).
+        pair of tensors, returns the pair in the wrong order, a wrong shape,
+        invalid weights or wrong values (weights of *scaled* attention and weights
+        normalised over the queries are named).
     TypeError
         If ``fn`` is not a function, e.g. the pair it returned.
 
@@ -421,13 +761,19 @@ def check_attention_fn(fn):
     ✅ check_attention_fn: your attention function is correct; its weights and
     context vectors match on the 2 toy sentences and 2 random inputs.
     """
-    run_attention_cases(
-        "check_attention_fn",
-        fn,
-        _attention_cases(),
+    check = "check_attention_fn"
+    verify = verify_attention(
+        check,
         reference={"scale": 1.0},
         slips=_scaled_slip,
+        fatal=_columns_slip,
         context_hint="The context is weights @ inputs: (T, T) @ (T, D) -> (T, D).",
+    )
+    run_cases(
+        check,
+        fn,
+        _attention_cases(),
+        verify,
         example="attention",
         success="your attention function is correct; its weights and context "
         "vectors match on the 2 toy sentences and 2 random inputs.",

@@ -26,7 +26,7 @@ from ._common import (
     scaled_reference,
     unravel,
 )
-from ._kit import Case, Slip, first_slip, matches, run_cases, seeded
+from ._kit import Case, Slip, exercise_check, first_slip, matches, run_cases, seeded
 
 __all__ = [
     "check_additive_mask",
@@ -66,6 +66,7 @@ def _length_cases(generator=None):
     ]
 
 
+@exercise_check("fn")
 def check_causal_mask(fn):
     """Check a function that builds a causal mask in the SDPA convention.
 
@@ -214,6 +215,7 @@ def _sdpa_mask_cases():
     return cases
 
 
+@exercise_check("fn")
 def check_mha_mask_fn(fn):
     """Check a function converting an SDPA bool mask to ``nn.MultiheadAttention``'s.
 
@@ -322,6 +324,7 @@ def _blocks(values, allowed):
     return bool(blocked[~allowed].all() and kept[allowed].all())
 
 
+@exercise_check("fn")
 def check_additive_mask(fn):
     """Check a function that builds an additive (float) causal mask.
 
@@ -490,6 +493,37 @@ def _causal_attention_cases():
     return [Case(text, args) for text, args in inputs]
 
 
+def _rows_off_by_columns(answer, expected):
+    """Whether ``answer`` is ``expected`` with each weight multiplied by a factor of
+    its row times a factor of its column, and is not ``expected`` itself.
+
+    That is what a sum or max over the last dimension without ``keepdim=True``
+    gives inside a softmax or a renormalisation: the ``(..., T)`` result
+    broadcasts along the columns, so row ``j``'s sum or max reaches every weight
+    of column ``j``. Only the entries where ``expected`` is positive are compared.
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    answer, expected : (..., T, T)
+    """
+    if matches(answer, expected):
+        return False
+    allowed = expected > 0
+    if not bool(torch.equal(answer > 0, allowed)) or not bool(
+        torch.isfinite(answer).all()
+    ):
+        return False
+    log_ratio = torch.where(allowed, answer.log() - expected.log(), 0.0)
+    T = answer.shape[-1]
+    i, j = torch.tril_indices(T, T)
+    # A row-times-column factor means log_ratio[i, j] = a_i + b_j, so
+    # log_ratio[i, j] - log_ratio[i, 0] = b_j - b_0 for every row i >= j.
+    steps = log_ratio[..., i, j] - log_ratio[..., i, 0]  # (..., T (T + 1) / 2)
+    column_steps = log_ratio[..., j, j] - log_ratio[..., j, 0]
+    return bool(torch.allclose(steps, column_steps, atol=1e-4, rtol=1e-4))
+
+
 def _masking_slips(case, weights):
     """The masking slips of check_causal_attention_fn, for the learner's weights:
     each is the whole explanation when it matches."""
@@ -498,6 +532,9 @@ def _masking_slips(case, weights):
     allowed = _lower(T)  # (T, T)
     inverted = scaled_reference(queries, keys, values, mask=~allowed)[1]
     unmasked = scaled_reference(queries, keys, values)[1]
+    # j < i: the diagonal blocked too, so that query 0 has no key at all
+    no_diagonal = scaled_reference(queries, keys, values, mask=allowed.tril(-1))[1]
+    expected = scaled_reference(queries, keys, values, mask=allowed)[1]
     answer = weights.detach().to("cpu", torch.float64)
     future = answer.masked_fill(allowed, 0.0)  # (..., T, T): weights on j > i
     leak = future.abs().reshape(-1, T, T).amax(dim=0)  # (..., T, T) -> (T, T)
@@ -506,6 +543,15 @@ def _masking_slips(case, weights):
         Slip(
             lambda w: matches(w[..., :-1, :], inverted[..., :-1, :]),
             f"{INVERTED}.",
+        ),
+        Slip(
+            lambda w: T > 1 and matches(w[..., 1:, :], no_diagonal[..., 1:, :]),
+            "your mask blocks the diagonal too: query i attends only to keys j < i, "
+            "so query 0 has no key at all (its row is "
+            f"{fmt_values(answer[(0,) * (answer.dim() - 2)][0])}). A token may "
+            "attend to itself: block only j > i, e.g. "
+            "torch.ones(T, T, dtype=torch.bool).triu(diagonal=1), or keep "
+            "tril() without diagonal=-1.",
         ),
         Slip(
             lambda w: bool(torch.isnan(w).any()),
@@ -526,6 +572,15 @@ def _masking_slips(case, weights):
             f"renormalise, so the rows sum to {fmt_values(answer.sum(-1))}; divide "
             "each row by its sum, or mask with -inf before the softmax.",
         ),
+        Slip(
+            lambda w: _rows_off_by_columns(w, expected),
+            "each column of your weights is off by its own factor: a sum or max "
+            "over the last dimension without keepdim=True. It gives shape (..., T), "
+            "which lines up with the columns: the sum (or max) of row j reaches "
+            "every weight of column j. With keepdim=True it is (..., T, 1) and "
+            "each row gets its own (your rows sum to "
+            f"{fmt_values(answer.sum(-1))}).",
+        ),
     ]
 
 
@@ -542,6 +597,7 @@ def _unscaled_slip(case):
     ]
 
 
+@exercise_check("fn")
 def check_causal_attention_fn(fn):
     """Check a function computing causal scaled dot-product attention.
 
@@ -565,9 +621,11 @@ def check_causal_attention_fn(fn):
     ------
     AssertionError
         On the first input where ``fn`` raises, changes its inputs, does not return
-        a pair of tensors or returns wrong values; an inverted mask, NaN from
-        ``0 * -inf``, a missing mask (weight on future keys), masking after the
-        softmax without renormalising and a missing scale are named.
+        a pair of tensors or returns wrong values; an inverted mask, a mask that
+        blocks the diagonal too, NaN from ``0 * -inf``, a missing mask (weight on
+        future keys), masking after the softmax without renormalising, a sum or
+        max without ``keepdim=True`` and a missing scale are named, and so are a
+        forgotten transpose and ``.T`` on a batch, which raise shape errors.
     TypeError
         If ``fn`` is not a function, e.g. the weights it returned.
 

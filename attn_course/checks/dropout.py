@@ -12,7 +12,6 @@ import copy
 
 import torch
 
-from .._validate import require_probability, require_tensor
 from ..data import your_journey
 from ._common import (
     expect_close,
@@ -21,7 +20,16 @@ from ._common import (
     expect_tensor,
     fmt_values,
 )
-from ._kit import Case, Slip, call, first_slip, matches, passed, run_cases, seeded
+from ._kit import (
+    Case,
+    Slip,
+    call,
+    exercise_check,
+    first_slip,
+    matches,
+    run_cases,
+    seeded,
+)
 
 __all__ = [
     "check_dropout_fn",
@@ -61,6 +69,7 @@ _DROPOUT_ARGS = ("weights", "p", "generator")
 _DROPOUT_FIX = "return a new tensor, e.g. torch.where(keep, weights / (1 - p), 0.0)."
 
 
+@exercise_check("fn")
 def check_dropout_fn(fn):
     """Check a hand-written (inverted) dropout for attention weights.
 
@@ -229,99 +238,169 @@ def check_dropout_fn(fn):
     )
 
 
-def check_row_drop_probability(answer, weights, p):
-    """Check the probability that dropout removes ALL of a query's weights.
+def _row_drop_cases():
+    """Weights with zeros (masked keys) and several p: random causal weights,
+    whose rows have 1 to 6 nonzero weights, and a batch of padded rows with more
+    keys than queries. The p differ from 0.5, where p ** k = (1 - p) ** k, except
+    in one case."""
+    generator = torch.Generator().manual_seed(0)
+    causal = torch.softmax(
+        torch.randn(6, 6, generator=generator).masked_fill(
+            ~torch.ones(6, 6, dtype=torch.bool).tril(), -torch.inf
+        ),
+        dim=-1,
+    )  # (T, T): k = 1, 2, ..., 6 nonzero weights
+    lengths = torch.tensor([[2, 5, 1], [4, 3, 7]])  # (B, T_q): keys each query sees
+    scores = torch.randn(2, 3, 7, generator=generator)  # (B, T_q, T_k)
+    padded = torch.softmax(
+        scores.masked_fill(torch.arange(7) >= lengths[..., None], -torch.inf), dim=-1
+    )
+    inputs = [
+        ("causal (6, 6) weights with p = 0.1", causal, 0.1),
+        ("a batch of (2, 3, 7) weights with zeros, p = 0.3", padded, 0.3),
+        ("causal (6, 6) weights with p = 0.5", causal, 0.5),
+        ("causal (6, 6) weights with p = 0.8", causal, 0.8),
+    ]
+    return [Case(text, (weights, p)) for text, weights, p in inputs]
 
-    Introduced in Chapter 4. Dropout drops each weight independently with
-    probability ``p``. A query whose row has ``k`` nonzero weights loses all of them
-    with probability ``p ** k``; weights that are already 0 (masked keys) cannot
-    make a difference. Its context vector is then a vector of zeros for that
-    training step.
 
-    Parameters
-    ----------
-    answer : torch.Tensor
-        Your probabilities, one per query (row of ``weights``).
-    weights : torch.Tensor
-        The attention weights before dropout, e.g. causal weights with zeros above
-        the diagonal.
-    p : float
-        The dropout probability.
-
-    Returns
-    -------
-    None
-        Prints one line starting with ✅ when the probabilities are right.
-
-    Raises
-    ------
-    AssertionError
-        If ``answer`` is not a tensor, has another shape, or wrong values; the
-        probability of keeping all weights, of dropping at least one, a count that
-        includes masked keys, and ``p`` alone are named.
-    TypeError, ValueError
-        If ``weights`` is not a tensor with at least one dimension, or ``p`` is not
-        a probability in [0, 1) (a mistake in the call).
-
-    Shapes
-    ------
-    Letters: see attn_course.shapes.
-    weights : (..., T_q, T_k)
-    answer : (..., T_q)
-
-    Examples
-    --------
-    >>> import torch
-    >>> causal = torch.tensor([[1.0, 0.0], [0.4, 0.6]])  # 1 and 2 nonzero weights
-    >>> check_row_drop_probability(torch.tensor([0.1, 0.01]), causal, 0.1)
-    ... # doctest: +NORMALIZE_WHITESPACE
-    ✅ check_row_drop_probability: your probabilities are correct; a row with k
-    nonzero weights loses all of them with probability p ** k.
-    """
-    check = "check_row_drop_probability"
-    require_tensor(weights, "weights")
-    if weights.dim() == 0:
-        raise ValueError(
-            "weights must have at least one dimension, the keys, got a single "
-            "number (shape ())"
-        )
-    p = require_probability(p, "p", hint="use the dropout probability, e.g. p=0.1")
-    values = weights.detach().to("cpu", torch.float64)
+def _row_drop_slips(weights, p):
+    """The known slips of check_row_drop_probability on ``weights`` and ``p``."""
+    values = weights.to(torch.float64)
     k = (values != 0).sum(dim=-1).to(torch.float64)  # (..., T_q, T_k) -> (..., T_q)
-    expected = p**k
-    name = f"{check}: your probabilities"
-    answer = expect_tensor(answer, name)
-    expect_shape(answer, expected, name)
-    expect_finite(answer, name)
-    T_k = values.shape[-1]
-    slips = [
+    T_q, T_k = values.shape[-2:]
+    by_column = (values != 0).sum(dim=-2).to(torch.float64)  # (..., T_k)
+    return [
         Slip(
             (1 - p) ** k,
             "Your values match the probability that every weight is KEPT, "
-            "(1 - p) ** k.",
+            "(1 - p) ** k. A weight is dropped with probability p, so all k of "
+            "them are dropped with probability p ** k (the two agree only for "
+            "p = 0.5).",
         ),
         Slip(
             1 - (1 - p) ** k,
             "Your values match the probability that AT LEAST ONE weight is dropped, "
-            "1 - (1 - p) ** k.",
+            "1 - (1 - p) ** k; the question is about losing ALL of them.",
+        ),
+        Slip(
+            1 - p**k,
+            "Your values match 1 - p ** k, the probability that at least one weight "
+            "is KEPT; the question is about losing all of them.",
         ),
         Slip(
             torch.full_like(k, p**T_k),
             f"Your values match p ** {T_k} for every row: the masked keys were "
             "counted too. Their weights are 0 already, so only the k nonzero "
-            "weights of a row matter.",
+            "weights of a row matter: count them with (weights > 0).sum(dim=-1).",
+        ),
+        Slip(
+            p**by_column if T_q == T_k else None,
+            "Your values match p ** k with k counted down the columns (over the "
+            "queries, dim=-2); a query's weights are a row: count over the keys, "
+            "(weights > 0).sum(dim=-1).",
         ),
         Slip(
             torch.full_like(k, p),
             "Your values match p for every row: all k weights of a row must be "
-            "dropped, independently, so multiply p by itself k times.",
+            "dropped, independently, so multiply p by itself k times. (If you "
+            "computed k as weights.sum(dim=-1): that is 1 for every row; count the "
+            "nonzero weights with (weights > 0).sum(dim=-1)).",
+        ),
+        Slip(
+            p * k,
+            "Your values match p * k: the k weights are dropped independently, so "
+            "their probabilities multiply, p ** k, rather than add.",
         ),
     ]
-    expect_close(answer, expected, name, atol=1e-6, rtol=1e-4, slips=slips)
-    passed(
+
+
+@exercise_check("fn")
+def check_row_drop_probability(fn):
+    """Check a function giving the probability that dropout removes ALL of a
+    query's weights.
+
+    Introduced in Chapter 4. Dropout drops each weight independently with
+    probability ``p``. A query whose row has ``k`` nonzero weights loses all of them
+    with probability ``p ** k``; weights that are already 0 (masked keys) cannot
+    make a difference. Its context vector is then a vector of zeros for that
+    training step. ``fn(weights, p)`` must return these probabilities, one per
+    row; it is tried on causal and padded weights with ``p`` = 0.1, 0.3, 0.5 and
+    0.8, so that an answer right only for ``p = 0.5``, where ``p = 1 - p``, fails.
+
+    Parameters
+    ----------
+    fn : callable
+        Your function: takes the attention weights before dropout and the dropout
+        probability ``p``, returns one probability per query.
+
+    Returns
+    -------
+    None
+        Prints one line starting with ✅ when every case passes.
+
+    Raises
+    ------
+    AssertionError
+        If ``fn`` raises, changes the weights in place, returns something that is
+        not a tensor, has another shape, or wrong values; the probability of
+        keeping all weights, of dropping at least one, of keeping at least one, a
+        count that includes masked keys or runs down the columns, ``p`` alone and
+        ``p * k`` are named.
+    TypeError
+        If ``fn`` is not a function, e.g. the probabilities it returned.
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    weights : (..., T_q, T_k)
+    output : (..., T_q)
+
+    Examples
+    --------
+    >>> import torch
+    >>> def prob_all_dropped(weights, p):
+    ...     return p ** (weights > 0).sum(dim=-1)
+    >>> check_row_drop_probability(prob_all_dropped)
+    ... # doctest: +NORMALIZE_WHITESPACE
+    ✅ check_row_drop_probability: your probabilities are correct for p = 0.1, 0.3,
+    0.5 and 0.8; a row with k nonzero weights loses all of them with probability
+    p ** k.
+    >>> check_row_drop_probability(lambda weights, p: (1 - p) ** (weights > 0).sum(-1))
+    Traceback (most recent call last):
+    ...
+    AssertionError: check_row_drop_probability: your probabilities on causal ...
+    """
+    check = "check_row_drop_probability"
+    name = f"{check}: your probabilities"
+
+    def verify(case, answer):
+        (weights, p), where = case.args, case.where
+        k = (weights != 0).sum(dim=-1).to(torch.float64)  # (..., T_q)
+        expected = p**k
+        answer = expect_tensor(answer, name, where)
+        expect_shape(answer, expected, name, where)
+        expect_finite(answer, name, where)
+        expect_close(
+            answer,
+            expected,
+            name,
+            where,
+            atol=1e-6,
+            rtol=1e-4,
+            slips=_row_drop_slips(weights, p),
+        )
+
+    run_cases(
         check,
-        "your probabilities are correct; a row with k nonzero weights loses all of "
-        "them with probability p ** k.",
+        fn,
+        _row_drop_cases(),
+        verify,
+        example="prob_all_dropped",
+        names=("weights", "p"),
+        fix="compute from the weights without changing them.",
+        success="your probabilities are correct for p = 0.1, 0.3, 0.5 and 0.8; a "
+        "row with k nonzero weights loses all of them with probability p ** k.",
     )
 
 
@@ -346,6 +425,7 @@ def _eval_cases():
 _EVAL_ARGS = ("module", "x")
 
 
+@exercise_check("fn")
 def check_eval_forward(fn):
     """Check a function that runs a module deterministically and restores its mode.
 

@@ -21,8 +21,18 @@ from ._common import (
     expect_tensor,
     first_difference,
     fmt_index,
+    shape_mismatch,
 )
-from ._kit import Case, Slip, first_slip, passed, run_cases, seeded
+from ._kit import (
+    Case,
+    Slip,
+    call,
+    exercise_check,
+    first_slip,
+    passed,
+    run_cases,
+    seeded,
+)
 
 __all__ = [
     "check_cross_attention_mask",
@@ -47,6 +57,7 @@ def _cross_mask_cases():
     return cases
 
 
+@exercise_check("fn")
 def check_cross_attention_mask(fn):
     """Check a function that builds the cross-attention mask of a padded batch.
 
@@ -183,13 +194,26 @@ def check_cross_attention_mask(fn):
 
 _SHAPE_KEYS = ("W_query", "W_key", "W_value", "out_proj", "weights", "output")
 
+# The letters of each predicted shape, for the messages.
+_SHAPE_LETTERS = {
+    "W_query": ("d_out", "d_in"),
+    "W_key": ("d_out", "d_memory"),
+    "W_value": ("d_out", "d_memory"),
+    "out_proj": ("d_out", "d_out"),
+    "weights": ("B", "H", "T_q", "T_k"),
+    "output": ("B", "T_q", "d_out"),
+}
 
-def _shape_slips(key, right, d_memory):
+
+def _shape_slips(key, right, d_memory, H):
     """The known slips in predicting the shape ``right`` of ``key``."""
-    B, H, T_q, T_k = right if key == "weights" else (None,) * 4
+    B, H, T_q, T_k = right if key == "weights" else (None, H, None, None)
+    if key == "output":
+        B, T_q, d_out = right
+    linear = key in ("W_query", "W_key", "W_value", "out_proj")
     return [
         Slip(
-            right[::-1] if key in ("W_query", "W_key", "W_value", "out_proj") else None,
+            right[::-1] if linear else None,
             "nn.Linear(in_features, out_features) stores its weight as "
             "(out_features, in_features), the transpose of the x @ W convention: "
             "it computes x @ weight.T.",
@@ -212,9 +236,32 @@ def _shape_slips(key, right, d_memory):
             "Keys and values are computed from the memory (the encoder output, "
             f"width d_memory = {d_memory}), not from the queries.",
         ),
+        Slip(
+            (lambda answer: len(answer) == 3 and answer[1] != T_q)
+            if key == "output"
+            else None,
+            "There is one output vector per query: T_q of them. The memory's length "
+            "T_k only says how many keys each query reads.",
+        ),
+        Slip(
+            (lambda answer: len(answer) == 4) if key == "output" else None,
+            "out_proj works on the heads glued back together: the output has no "
+            "head dimension, (B, T_q, d_out).",
+        ),
+        Slip(
+            (B, T_q, d_out // H) if key == "output" else None,
+            "That is the width of one head; the heads are glued back together "
+            "before out_proj, which gives d_out features.",
+        ),
+        Slip(
+            (B, T_q, d_memory) if key == "output" and d_memory != d_out else None,
+            "The output lives in the decoder's width d_out: out_proj maps d_out to "
+            "d_out. The memory's width d_memory only enters W_key and W_value.",
+        ),
     ]
 
 
+@exercise_check("answer")
 def check_cross_attention_shapes(
     answer, *, d_in, d_memory, d_out, num_heads, batch_size, T_q, T_k
 ):
@@ -244,9 +291,11 @@ def check_cross_attention_shapes(
     Raises
     ------
     AssertionError
-        For a missing key or a wrong prediction; transposed ``nn.Linear`` weights,
+        For a missing key or wrong predictions, each listed with the dimensions
+        that are off (never the right shape); transposed ``nn.Linear`` weights,
         swapped query and key lengths, a missing head dimension, keys and values
-        sized from the queries, and a parameter count without the biases are named.
+        sized from the queries, an output per key or per head, and a parameter
+        count without the biases or without ``d_memory`` are named.
     TypeError, ValueError
         If a size is not a positive int, or ``d_out`` is not divisible by
         ``num_heads`` (a mistake in the call).
@@ -305,30 +354,39 @@ def check_cross_attention_shapes(
         "weights": tuple(weights.shape),
         "output": tuple(output.shape),
     }
+    wrong = []
     for key in _SHAPE_KEYS:
         received, right = as_shape(answer[key]), expected[key]
         if received is None:
-            raise AssertionError(
-                f"{check}: answer[{key!r}] must be a shape such as (2, 3), got "
-                f"{answer[key]!r}."
+            wrong.append(
+                f"  {key!r}: {answer[key]!r} must be a shape such as (2, 3), a tuple "
+                "of ints."
             )
-        if received != right:
+        elif received != right:
             why = first_slip(
-                received, _shape_slips(key, right, d_memory), atol=0, rtol=0
+                received, _shape_slips(key, right, d_memory, H), atol=0, rtol=0
             )
-            raise AssertionError(
-                f"{check}: answer[{key!r}] is {received}, but the module gives "
-                f"{right}." + (f" {why}" if why else "")
+            off = shape_mismatch(received, right, _SHAPE_LETTERS[key])
+            wrong.append(
+                f"  {key!r}: you predicted {received}, but {off}."
+                + (f" {why}" if why else "")
             )
     count = sum(p.numel() for p in module.parameters())
     received = answer["num_parameters"]
-    if received != count:
+    if isinstance(received, torch.Tensor) and received.numel() == 1:
+        received = received.item()
+    if isinstance(received, bool) or not isinstance(received, (int, float)):
+        wrong.append(
+            f"  'num_parameters': {received!r} must be a number, the count of "
+            "trainable values (an int)."
+        )
+    elif received != count:
         weights_only = sum(p.numel() for p in module.parameters() if p.dim() == 2)
         slips = [
             Slip(
                 weights_only,
                 "You counted the weight matrices only: out_proj also has a bias of "
-                f"{d_out} numbers (the query, key and value projections have none, "
+                "d_out numbers (the query, key and value projections have none, "
                 "qkv_bias=False).",
             ),
             Slip(
@@ -336,11 +394,27 @@ def check_cross_attention_shapes(
                 "Only out_proj has a bias here: qkv_bias=False gives the query, key "
                 "and value projections none.",
             ),
+            Slip(
+                count + 2 * d_out * (d_in - d_memory) if d_in != d_memory else None,
+                "W_key and W_value read the memory: each has d_out * d_memory "
+                "weights, not d_out * d_in.",
+            ),
         ]
-        why = first_slip(received, slips, atol=0, rtol=0)
+        why = first_slip(received, slips, atol=0, rtol=0) or (
+            "Add up out_features * in_features for the four nn.Linear weights, and "
+            "out_proj's bias of d_out."
+        )
+        direction = "too high" if received > count else "too low"
+        wrong.append(f"  'num_parameters': {received!r} is {direction}. {why}")
+    setting = (
+        f"CrossAttention(d_in={d_in}, d_out={d_out}, num_heads={H}, "
+        f"d_memory={d_memory}) with x of shape {(B, T_q, d_in)} and a memory of "
+        f"shape {(B, T_k, d_memory)}"
+    )
+    if wrong:
         raise AssertionError(
-            f"{check}: answer['num_parameters'] is {received!r}, but the module has "
-            f"{count}." + (f" {why}" if why else "")
+            f"{check}: {len(wrong)} of 7 predictions are wrong for {setting}:\n"
+            + "\n".join(wrong)
         )
     passed(
         check,
@@ -365,7 +439,7 @@ def _detector_cases():
             torch.randint(3, 13, (3, 7), generator=generator),
         ),
     ]
-    cases = []
+    models = {}
     for causal in (True, False):
         config = Seq2SeqConfig(
             11,
@@ -377,14 +451,28 @@ def _detector_cases():
             causal_decoder=causal,
         )
         with seeded(0):
-            model = Seq2SeqTransformer(config).eval()
+            models[causal] = Seq2SeqTransformer(config).eval()
+
+    def where(causal, tgt_in):
         text = "a causal decoder" if causal else "a decoder without the causal mask"
+        return f"{text} and tgt_in of shape {tuple(tgt_in.shape)}"
+
+    cases = []
+    for causal in (True, False):
         for src, tgt_in in batches:
-            where = f"{text} and tgt_in of shape {tuple(tgt_in.shape)}"
-            cases.append(Case(where, (model, src, tgt_in), not causal))
+            # data: whether it leaks, and the other model on the same batch, to
+            # recognise answers given the wrong way round
+            twin = Case(where(not causal, tgt_in), (models[not causal], src, tgt_in))
+            args = (models[causal], src, tgt_in)
+            cases.append(Case(where(causal, tgt_in), args, (not causal, twin)))
     return cases
 
 
+_NAMES = ("model", "src", "tgt_in")
+_FIX = "change a copy instead: changed = tgt_in.clone()."
+
+
+@exercise_check("fn")
 def check_future_detector(fn):
     """Check a function that tells whether a decoder can see future target tokens.
 
@@ -409,7 +497,9 @@ def check_future_detector(fn):
     ------
     AssertionError
         If ``fn`` raises, changes its inputs in place, returns something that is
-        not a bool, or gives a wrong answer (with the likely reason).
+        not a bool, or gives a wrong answer (with the likely reason: answers the
+        wrong way round, positions compared that may change, or a change that
+        cannot reach the positions compared).
     TypeError
         If ``fn`` is not a function, e.g. the bool it returned.
 
@@ -433,17 +523,36 @@ def check_future_detector(fn):
     """
     check = "check_future_detector"
 
-    def verify(case, answer):
-        leaks = case.data
+    def as_bool(answer, where):
         if isinstance(answer, torch.Tensor) and answer.numel() == 1:
             answer = bool(answer)
-        if not isinstance(answer, bool):
-            raise AssertionError(
-                f"{check}: expected True or False{case.where}, got "
-                f"{type(answer).__name__} {answer!r}."
+        if isinstance(answer, bool):
+            return answer
+        if isinstance(answer, torch.Tensor):
+            got = (
+                f"a tensor of shape {tuple(answer.shape)}; reduce it to one answer, "
+                "e.g. with torch.equal(...) or (...).any().item()"
             )
+        elif answer is None:
+            got = "None; did the function forget to `return` its answer?"
+        else:
+            got = f"{type(answer).__name__} {answer!r}"[:200]
+        raise AssertionError(f"{check}: expected True or False{where}, got {got}.")
+
+    def verify(case, answer):
+        leaks, twin = case.data
+        answer = as_bool(answer, case.where)
         if answer == leaks:
             return
+        other = as_bool(call(fn, check, twin, names=_NAMES, fix=_FIX), twin.where)
+        if other == leaks:  # both answers are wrong: they are swapped
+            raise AssertionError(
+                f"{check}: your answers are the wrong way round: {answer}{case.where}, "
+                f"and {other}{twin.where}. True "
+                "must mean that the model sees the future, i.e. that the logits "
+                "before the changed token DO change; check a `not` in front of "
+                "torch.equal(...)."
+            )
         if leaks:
             hint = (
                 "it missed a decoder that sees the future. Change a target token "
@@ -465,8 +574,8 @@ def check_future_detector(fn):
         _detector_cases(),
         verify,
         example="sees_the_future",
-        names=("model", "src", "tgt_in"),
-        fix="change a copy instead: changed = tgt_in.clone().",
+        names=_NAMES,
+        fix=_FIX,
         success="your detector is right on 2 batches: it clears the causal decoder "
         "and catches the one without the causal mask.",
     )

@@ -12,11 +12,19 @@ from __future__ import annotations
 import torch
 
 from .._validate import require_int
-from ._common import as_shape, expect_close, expect_dict, expect_shape, expect_tensor
+from ._common import (
+    as_shape,
+    expect_close,
+    expect_dict,
+    expect_shape,
+    expect_tensor,
+    shape_mismatch,
+)
 from ._kit import (
     Case,
     Slip,
     call,
+    exercise_check,
     first_slip,
     passed,
     require_callable,
@@ -43,17 +51,7 @@ def _head_split_cases():
     return [Case(f"{text} with num_heads = {H}", (x, H)) for text, x, H in inputs]
 
 
-def _contiguity_hint(error):
-    """The sentence that explains a ``view`` after ``transpose``, or ''."""
-    if isinstance(error, RuntimeError) and "view" in str(error):
-        return (
-            " After transpose the tensor is not contiguous in memory, so .view "
-            "cannot merge H and d: call .contiguous() before .view(...), or use "
-            ".reshape(...), which copies when it must."
-        )
-    return ""
-
-
+@exercise_check("split_heads", "merge_heads")
 def check_head_split(split_heads, merge_heads):
     """Check functions that cut each token's vector into heads and glue it back.
 
@@ -115,40 +113,59 @@ def check_head_split(split_heads, merge_heads):
         expected = x.view(B, T, H, d).transpose(1, 2)  # (B, T, H, d) -> (B, H, T, d)
         name = f"{check}: split_heads's output"
         split = expect_tensor(split, name, where)
-        shape_slip = Slip(
-            lambda answer: tuple(answer.shape) == (B, T, H, d) != (B, H, T, d),
-            f"shape {(B, T, H, d)} = (B, T, H, d); the heads must come before the "
-            f"tokens, {(B, H, T, d)} = (B, H, T, d): add .transpose(1, 2) after the "
-            "view.",
-        )
-        why = first_slip(split, [shape_slip])
+        shape_slips = [
+            Slip(
+                lambda answer: tuple(answer.shape) == (B, T, H, d) != (B, H, T, d),
+                f"shape {(B, T, H, d)} = (B, T, H, d); the heads must come before "
+                f"the tokens, (B, H, T, d): add .transpose(1, 2) after the view.",
+            ),
+            Slip(
+                lambda answer: (
+                    answer.dim() == 4
+                    and answer.shape[1] != H
+                    and tuple(answer.shape)
+                    == (B, answer.shape[1], T, D // answer.shape[1])
+                ),
+                f"the wrong number of heads in dimension 1: num_heads = {H} asks for "
+                f"{H}; use the argument num_heads, not a fixed number, and d = D // "
+                "num_heads.",
+            ),
+        ]
+        why = first_slip(split, shape_slips)
         if why:
             raise AssertionError(f"{name}{where} has {why}")
         expect_shape(split, expected, name, where)
-        straight = Slip(
-            x.reshape(B, H, T, d),
-            "You reshaped straight to (B, H, T, d), which cuts the SEQUENCE into H "
-            "pieces instead of each token's vector, and mixes tokens. View as "
-            "(B, T, H, d) first, then transpose(1, 2).",
-        )
-        expect_close(
-            split, expected, name, where, atol=1e-6, rtol=1e-6, slips=[straight]
-        )
+        slips = [
+            Slip(
+                x.reshape(B, H, T, d),
+                "You reshaped straight to (B, H, T, d) without a transpose: that "
+                "cuts the SEQUENCE into H pieces instead of each token's vector, "
+                "and mixes tokens. View as (B, T, H, d) first, then "
+                ".transpose(1, 2).",
+            ),
+            Slip(
+                x.reshape(B, T, d, H).permute(0, 3, 1, 2),
+                "Your head h takes every H-th feature (h, h + H, ...), as a view to "
+                "(B, T, d, H) does; head h must take the consecutive features h*d "
+                "to (h+1)*d - 1: view as (B, T, H, d), then .transpose(1, 2).",
+            ),
+        ]
+        expect_close(split, expected, name, where, atol=1e-6, rtol=1e-6, slips=slips)
 
         heads = Case(case.description, (expected.contiguous(),))  # as attention gives
-        merged = call(
-            merge_heads, check, heads, who="merge_heads", explain=_contiguity_hint
-        )
+        merged = call(merge_heads, check, heads, who="merge_heads")
         name = f"{check}: merge_heads's output"
         merged = expect_tensor(merged, name, where)
         expect_shape(merged, x, name, where)
-        glued = Slip(
-            expected.contiguous().view(B, T, D),
-            "You glued (B, H, T, d) straight into (B, T, D), which mixes tokens. "
-            "Transpose back first, x.transpose(1, 2) -> (B, T, H, d), then "
-            ".contiguous().view(B, T, D).",
-        )
-        expect_close(merged, x, name, where, atol=1e-6, rtol=1e-6, slips=[glued])
+        glued = [
+            Slip(
+                expected.contiguous().view(B, T, D),
+                "You glued (B, H, T, d) straight into (B, T, D), which mixes "
+                "tokens. Transpose back first, x.transpose(1, 2) -> (B, T, H, d), "
+                "then .contiguous().view(B, T, D).",
+            ),
+        ]
+        expect_close(merged, x, name, where, atol=1e-6, rtol=1e-6, slips=glued)
 
     run_cases(
         check,
@@ -167,18 +184,30 @@ _SHAPE_HINTS = {
         "in MultiHeadAttentionWrapper d_out is the width of EACH head, so the "
         "output has num_heads * d_out features"
     ),
-    "wrapper weights": "one (T, T) matrix per head: (B, H, T, T)",
+    "wrapper weights": "one (T, T) matrix per head, in every sequence",
     "fused output": (
         "in MultiHeadAttention d_out is the TOTAL width: the output has d_out features"
     ),
-    "fused weights": "one (T, T) matrix per head: (B, H, T, T)",
+    "fused weights": "one (T, T) matrix per head, in every sequence",
     "queries": "the projection keeps B and T and gives d_out features: (B, T, D)",
     "view": "view cuts D into H heads of d = d_out // num_heads: (B, T, H, d)",
     "transpose": "transpose(1, 2) swaps T and H: (B, H, T, d)",
     "context": "weights (B, H, T, T) @ values (B, H, T, d) -> (B, H, T, d)",
     "context.transpose": "transpose(1, 2) swaps H and T back: (B, T, H, d)",
     "context.view": "glue the H heads of each token back together: (B, T, D)",
-    "weights": "one (T, T) matrix per head: (B, H, T, T)",
+    "weights": "one (T, T) matrix per head, in every sequence",
+}
+
+# The letters of each dimension, for the steps that are not a view or transpose.
+_LETTERS = {
+    "wrapper output": ("B", "T", "H * d_out"),
+    "wrapper weights": ("B", "H", "T", "T"),
+    "fused output": ("B", "T", "D"),
+    "fused weights": ("B", "H", "T", "T"),
+    "x": ("B", "T", "d_in"),
+    "weights": ("B", "H", "T", "T"),
+    "context": ("B", "H", "T", "d"),
+    "context.transpose": ("B", "T", "H", "d"),
 }
 
 
@@ -194,7 +223,21 @@ def _hint_for(step):
     return ""
 
 
-def check_shape_predictions(answer, *, d_in, d_out, num_heads, batch_size, num_tokens):
+def _letters_for(step):
+    """The letters of the dimensions of a step's shape, such as (B, T, H, d)."""
+    if step in _LETTERS:
+        return _LETTERS[step]
+    if step.endswith(".view") and not step.startswith("context"):
+        return ("B", "T", "H", "d")
+    if step.endswith(".transpose"):
+        return ("B", "H", "T", "d")
+    return ("B", "T", "D")  # queries, keys, values, context.view, out_proj
+
+
+@exercise_check("answer")
+def check_shape_predictions(
+    answer, *, d_in, d_out, num_heads, batch_size, num_tokens, required=()
+):
     """Check predicted shapes for the wrapper and the fused multi-head module.
 
     Introduced in Chapter 5. Builds ``MultiHeadAttentionWrapper(d_in, d_out,
@@ -202,6 +245,8 @@ def check_shape_predictions(answer, *, d_in, d_out, num_heads, batch_size, num_t
     0.0, num_heads)`` with the SAME arguments, runs both on an input of
     ``batch_size`` sequences of ``num_tokens`` tokens (the fused one with a
     :class:`attn_course.ShapeTracer`), and compares every shape in ``answer``.
+    A wrong prediction is explained (which dimension is too high or too low, and
+    why) without giving away the right shape.
 
     Parameters
     ----------
@@ -212,6 +257,9 @@ def check_shape_predictions(answer, *, d_in, d_out, num_heads, batch_size, num_t
         ``"queries.transpose"``, ``"context"``, ``"context.transpose"``.
     d_in, d_out, num_heads, batch_size, num_tokens : int
         The arguments of both modules and the input size.
+    required : sequence of str, optional
+        Keys that ``answer`` must have (an exercise's list); any others are
+        optional.
 
     Returns
     -------
@@ -221,8 +269,9 @@ def check_shape_predictions(answer, *, d_in, d_out, num_heads, batch_size, num_t
     Raises
     ------
     AssertionError
-        If ``answer`` is not a dict, a key is unknown, or shapes are wrong (every
-        wrong one is listed with the right shape and why).
+        If ``answer`` is not a dict, is empty, lacks a required key, has an
+        unknown key, or shapes are wrong (every wrong one is listed with the
+        dimensions that are off and why).
     TypeError, ValueError
         If a size is not a positive int, or ``num_heads`` does not divide
         ``d_out`` (a mistake in the call).
@@ -278,21 +327,32 @@ def check_shape_predictions(answer, *, d_in, d_out, num_heads, batch_size, num_t
         raise AssertionError(
             f"{check}: unknown key(s) {unknown}; use any of {list(actual)}."
         )
+    missing = [key for key in required if key not in answer]
+    if missing:
+        raise AssertionError(
+            f"{check}: your dict lacks the keys {missing}; predict a shape for each "
+            f"of {list(required)}."
+        )
+    if not answer:
+        raise AssertionError(
+            f"{check}: your dict is empty; predict at least one shape, such as "
+            "{'fused output': (B, T, D)} with numbers for the letters."
+        )
     wrong = []
     for key, value in answer.items():
         predicted = as_shape(value)
         if predicted is None:
-            wrong.append(f"  {key}: {value!r} is not a shape; write it as a tuple")
+            wrong.append(f"  {key!r}: {value!r} is not a shape; write it as a tuple")
         elif predicted != actual[key]:
+            off = shape_mismatch(predicted, actual[key], _letters_for(key))
             wrong.append(
-                f"  {key}: you predicted {predicted}, the module gives {actual[key]}; "
-                f"{_hint_for(key)}"
+                f"  {key!r}: you predicted {predicted}, but {off}; {_hint_for(key)}"
             )
     setting = f"d_in={d_in}, d_out={d_out}, num_heads={H} and x of shape {(B, T, d_in)}"
     if wrong:
         raise AssertionError(
             f"{check}: {len(wrong)} of {len(answer)} shapes are wrong for {setting} "
-            f"(H = {H}, d = d_out // H = {d_out // H}):\n" + "\n".join(wrong)
+            f"(H = num_heads, d = d_out // H):\n" + "\n".join(wrong)
         )
     passed(check, f"all {len(answer)} predicted shapes are correct for {setting}.")
 
@@ -305,7 +365,7 @@ def _param_count_cases():
 
     cases = []
     for args in [
-        (3, 2, 2, False),
+        (5, 2, 2, False),  # no two known slips give the same count here
         (3, 8, 2, True),
         (3, 8, 4, True),
         (10, 12, 3, False),
@@ -322,6 +382,7 @@ def _param_count_cases():
     return cases
 
 
+@exercise_check("fn")
 def check_param_count_fn(fn):
     """Check a formula for the number of parameters of ``MultiHeadAttention``.
 
@@ -369,6 +430,11 @@ def check_param_count_fn(fn):
             got = got.item()
         if isinstance(got, float) and got.is_integer():
             got = int(got)
+        if got is None:
+            raise AssertionError(
+                f"{check}: for {case.description} your function returned None; did "
+                "it compute the count and forget to `return` it?"
+            )
         if isinstance(got, bool) or not isinstance(got, int):
             raise AssertionError(
                 f"{check}: for {case.description} your function returned {got!r}; "
@@ -376,8 +442,14 @@ def check_param_count_fn(fn):
             )
         if got == expected:
             return
+        qkv = 3 * (d_in * d_out + (d_out if bias else 0))
+        out_proj = d_out * d_out + d_out
         slips = [
-            Slip(expected - d_out, "the bias of out_proj (d_out numbers) is missing"),
+            Slip(
+                expected - d_out,
+                "the bias of out_proj (d_out numbers) is missing: out_proj always "
+                "has one, whatever qkv_bias says",
+            ),
             Slip(
                 expected - 3 * d_out if bias else None,
                 "the three qkv biases (3 * d_out) are missing",
@@ -397,9 +469,20 @@ def check_param_count_fn(fn):
                 "d_out weights",
             ),
             Slip(
-                expected * H,
+                expected - qkv + 3 * (d_out * d_out + (d_out if bias else 0)),
+                "the three projections are counted as d_out * d_out each: they map "
+                "d_in features to d_out, so each has d_in * d_out weights",
+            ),
+            Slip(
+                expected * H if H > 1 else None,
                 "the count is multiplied by num_heads: the heads SPLIT d_out, they "
                 "do not add parameters",
+            ),
+            Slip(
+                H * qkv + out_proj if H > 1 else None,
+                "the query, key and value projections are counted once per head: "
+                "the heads SPLIT the d_out outputs of one projection, they do not "
+                "add parameters",
             ),
         ]
         why = first_slip(got, slips, atol=0, rtol=0)
@@ -421,6 +504,7 @@ def check_param_count_fn(fn):
     )
 
 
+@exercise_check("fn")
 def check_head_counts_fn(fn):
     """Check a function that lists the valid head counts for a width ``d_out``.
 
@@ -461,6 +545,11 @@ def check_head_counts_fn(fn):
     def verify(case, got):
         (d_out,) = case.args
         expected = [h for h in range(1, d_out + 1) if d_out % h == 0]
+        if got is None:
+            raise AssertionError(
+                f"{check}: for d_out={d_out} your function returned None; did it "
+                "build the list and forget to `return` it?"
+            )
         try:
             got = [int(h) for h in got]
         except (TypeError, ValueError):
@@ -493,11 +582,10 @@ def check_head_counts_fn(fn):
                 "it has the right counts, but list each once, in increasing order",
             ),
         ]
-        why = first_slip(got, slips) or "it differs"
+        why = first_slip(got, slips)
         raise AssertionError(
             f"{check}: for d_out={d_out} your function returned "
-            f"{got[:12]}{' ...' if len(got) > 12 else ''}; {why}. The right "
-            f"answer starts {expected[:8]}."
+            f"{got[:12]}{' ...' if len(got) > 12 else ''}; {why}."
         )
 
     run_cases(

@@ -18,12 +18,26 @@ from ._common import (
     expect_finite,
     expect_shape,
     expect_tensor,
+    first_difference,
+    fmt_index,
+    fmt_number,
     fmt_shape,
     journey_projections,
-    run_attention_cases,
     scaled_reference,
+    verify_attention,
 )
-from ._kit import Case, Slip, first_slip, matches, passed, run_cases, seeded
+from ._kit import (
+    Case,
+    Slip,
+    call,
+    exercise_check,
+    explain_error,
+    first_slip,
+    matches,
+    passed,
+    require_callable,
+    seeded,
+)
 
 __all__ = [
     "check_projected_context",
@@ -58,7 +72,55 @@ def _matrices(inputs, W_query, W_key, W_value):
     return [tensor.detach() for tensor in given.values()]
 
 
-def check_projected_context(answer, inputs, W_query, W_key, W_value, query_index):
+# The projection matrices that exercises give, (d_in, d_out) each, by label.
+GIVEN_MATRICES = {
+    "ch02-ex-journey": {
+        "W_q": ((1.0, 0.0), (0.0, 1.0), (1.0, 1.0)),
+        "W_k": ((0.0, 1.0), (1.0, 0.0), (0.0, 0.0)),
+        "W_v": ((1.0, 0.0), (0.0, 0.0), (0.0, 1.0)),
+    },
+}
+
+
+def _given_matrices(exercise, matrices):
+    """The matrices exercise ``exercise`` gives, after checking that the learner's
+    ``matrices`` (W_q, W_k, W_v) are the same; a copy that differs is named."""
+    if exercise not in GIVEN_MATRICES:
+        raise ValueError(
+            f"exercise must be one of {sorted(GIVEN_MATRICES)}, got {exercise!r}"
+        )
+    given = GIVEN_MATRICES[exercise]
+    pinned = []
+    for (role, values), matrix in zip(given.items(), matrices, strict=True):
+        target = torch.tensor(values, dtype=torch.float64)  # (d_in, d_out)
+        name = f"check_projected_context: your {role}"
+        matrix = expect_tensor(matrix, name)
+        if tuple(matrix.shape) == tuple(target.shape)[::-1]:
+            raise AssertionError(
+                f"{name} has shape {fmt_shape(matrix)}; the exercise's {role} has "
+                f"shape {fmt_shape(target)}: one row per input feature (d_in = "
+                f"{target.shape[0]}), one column per output (d_out = "
+                f"{target.shape[1]}). Write it row by row as the exercise shows it."
+            )
+        expect_shape(matrix, target, name)
+        mine = matrix.detach().to("cpu", torch.float64)
+        if not torch.equal(mine, target):
+            index = first_difference(mine, target)
+            raise AssertionError(
+                f"{name} differs from the {role} the exercise gives at entry "
+                f"{fmt_index(index)} (row {index[0] + 1}, column {index[1] + 1}): "
+                f"yours is {fmt_number(mine[index])}, the exercise's is "
+                f"{fmt_number(target[index])}. Copy the matrix from the exercise, "
+                "then compute your context vector again."
+            )
+        pinned.append(target.float())
+    return pinned
+
+
+@exercise_check("answer", "W_query", "W_key", "W_value")
+def check_projected_context(
+    answer, inputs, W_query, W_key, W_value, query_index, *, exercise=None
+):
     """Check one query's context vector from attention with trainable weights.
 
     Introduced in Chapter 2. The reference follows Chapter 2: ``queries = inputs @
@@ -77,6 +139,11 @@ def check_projected_context(answer, inputs, W_query, W_key, W_value, query_index
         The projection matrices, as stored in ``SelfAttentionV1``.
     query_index : int
         Position of the query token.
+    exercise : str, optional
+        The label of an exercise that gives the matrices (``"ch02-ex-journey"``).
+        The three matrices are then your copies of the exercise's, and each must
+        equal it: the matrix and the entry that differ are named, and the
+        reference uses the exercise's matrices, not yours.
 
     Returns
     -------
@@ -87,12 +154,13 @@ def check_projected_context(answer, inputs, W_query, W_key, W_value, query_index
     ------
     AssertionError
         If ``answer`` is not a tensor, has another shape, contains NaN or infinite
-        values, or its values are off; common slips (mixing the inputs instead of
-        the values, scaling by ``d_k`` instead of ``sqrt(d_k)``, no scaling) are
-        named.
+        values, or its values are off; common slips (mixing the inputs or the keys
+        instead of the values, scaling by ``d_k`` instead of ``sqrt(d_k)``, no
+        scaling, another query) are named. With ``exercise``, also if one of your
+        matrices is not a tensor or differs from the exercise's.
     TypeError, ValueError
         If the inputs, the matrices or ``query_index`` are invalid or do not fit
-        together (a mistake in the call).
+        together, or ``exercise`` is unknown (a mistake in the call).
 
     Shapes
     ------
@@ -114,13 +182,16 @@ def check_projected_context(answer, inputs, W_query, W_key, W_value, query_index
     ✅ check_projected_context: your context vector for query 1 is correct; it
     equals softmax(q_1 . k_j / sqrt(2)) over the keys j, mixing the values.
     """
+    if exercise is not None:
+        W_query, W_key, W_value = _given_matrices(exercise, (W_query, W_key, W_value))
     x, W_q, W_k, W_v = _matrices(inputs, W_query, W_key, W_value)
     index = require_index(query_index, x.shape[0], "query_index")
-    query = x[index : index + 1] @ W_q  # (1, d_in) @ (d_in, d_out) -> (1, d_out)
+    queries = x @ W_q  # (T, d_in) @ (d_in, d_out) -> (T, d_out)
     keys, values = x @ W_k, x @ W_v  # (T, d_in) @ (d_in, d_out) -> (T, d_out)
     d_k = keys.shape[-1]
 
-    def context(scale=None, mix=values):
+    def context(scale=None, mix=values, at=index):
+        query = queries[at : at + 1]  # (1, d_out)
         return scaled_reference(query, keys, mix, scale=scale)[0][0]  # (d_out,)
 
     expected = context()
@@ -149,6 +220,19 @@ def check_projected_context(answer, inputs, W_query, W_key, W_value, query_index
             f"Your vector matches no scaling: divide the scores by sqrt(d_k) = "
             f"sqrt({d_k}).",
         ),
+        Slip(
+            context(mix=keys) if values.shape == keys.shape else None,
+            "Your vector mixes the keys; the weights mix the values, inputs @ W_value.",
+        ),
+    ]
+    slips += [
+        Slip(
+            context(at=other),
+            f"Your vector is the context vector of query {other} (token "
+            f"{other + 1}); this one is query_index={index}: Python counts from 0.",
+        )
+        for other in range(x.shape[0])
+        if other != index
     ]
     expect_close(answer, expected, name, atol=1e-4, rtol=1e-4, slips=slips)
     passed(
@@ -159,6 +243,47 @@ def check_projected_context(answer, inputs, W_query, W_key, W_value, query_index
 
 
 _ROLES = ("W_query", "W_key", "W_value")
+
+
+def _run_cases(check, fn, cases, verify, *, explain, example, success, fix, names=None):
+    """:func:`attn_course.checks._kit.run_cases` with ``explain`` naming the slip
+    behind an error the learner's function raises."""
+    require_callable(fn, check, example)
+    with seeded(0):
+        for case in cases:
+            result = call(fn, check, case, fix=fix, names=names, explain=explain)
+            verify(case, result)
+    passed(check, success)
+
+
+# Errors of a conversion from V2 to V1, and the slip behind each.
+_COPY_SLIPS = (
+    (
+        "must match the size of tensor",
+        " nn.Linear stores its weight as (d_out, d_in), SelfAttentionV1 its "
+        "matrices as (d_in, d_out), since it computes x @ W: copy weight.T.",
+    ),
+    (
+        "leaf Variable that requires grad",
+        " Copying into a parameter is an in-place change that autograd refuses "
+        "outside `with torch.no_grad():`; do the copies inside that block.",
+    ),
+    (
+        "cannot assign",
+        " A module's parameter can only be replaced by an nn.Parameter: copy into "
+        "the existing one instead, sa_v1.W_query.copy_(...) inside "
+        "`with torch.no_grad():`.",
+    ),
+)
+
+
+def _explain_copy(error):
+    """The likely slip behind an error of a conversion from V2 to V1, or ''."""
+    text = str(error)
+    for fragment, hint in _COPY_SLIPS:
+        if fragment in text:
+            return hint
+    return explain_error(error)
 
 
 def _v2_cases():
@@ -175,6 +300,7 @@ def _v2_cases():
     return cases
 
 
+@exercise_check("fn")
 def check_v1_from_v2(fn):
     """Check a function that copies a ``SelfAttentionV2``'s weights into a V1.
 
@@ -197,10 +323,11 @@ def check_v1_from_v2(fn):
     Raises
     ------
     AssertionError
-        If ``fn`` raises, changes the V2 module, does not return a
-        ``SelfAttentionV1``, its matrices have the wrong shape or values (swapped
-        roles and a missing ``.T`` are named), or its outputs differ from the V2
-        module's.
+        If ``fn`` raises (a copy without ``.T``, outside ``torch.no_grad()`` or
+        by assigning a tensor to a parameter is named), changes the V2 module,
+        returns the V2 module itself or anything but a ``SelfAttentionV1``, its
+        matrices have the wrong shape or values (swapped roles and a missing
+        ``.T`` are named), or its outputs differ from the V2 module's.
     TypeError
         If ``fn`` is not a function (a module is named).
 
@@ -232,6 +359,13 @@ def check_v1_from_v2(fn):
 
     def verify(case, sa_v1):
         (sa_v2,), x, where = case.args, case.data, case.where
+        if sa_v1 is sa_v2:
+            raise AssertionError(
+                f"{check}: your function returned the SelfAttentionV2 it was "
+                f"given{where}; build a new module, "
+                "sa_v1 = SelfAttentionV1(sa_v2.d_in, sa_v2.d_out), and copy the "
+                "weights into it."
+            )
         if not isinstance(sa_v1, SelfAttentionV1):
             raise AssertionError(
                 f"{check}: your function returned a {type(sa_v1).__name__}{where}; "
@@ -278,11 +412,12 @@ def check_v1_from_v2(fn):
             name = f"{check}: your module's {what}"
             expect_close(answer, right, name, where, atol=1e-5, rtol=1e-4)
 
-    run_cases(
+    _run_cases(
         check,
         fn,
         _v2_cases(),
         verify,
+        explain=_explain_copy,
         example="v1_from_v2",
         fix="copy its weights, do not modify them.",
         success="your conversion is correct; each SelfAttentionV1 holds the "
@@ -303,6 +438,7 @@ def _as_number(value, name):
     return float(value)
 
 
+@exercise_check("predicted_variance", "scale")
 def check_score_variance(predicted_variance, scale, *, d_k, std):
     """Check a prediction of the variance of a dot product, and the fixing scale.
 
@@ -403,7 +539,8 @@ def check_score_variance(predicted_variance, scale, *, d_k, std):
         )
         raise AssertionError(
             f"{check}: your scale {factor:g} is off; {hint}. The scores are "
-            f"multiplied by scale, so scale = 1 / sqrt({variance:g})."
+            "multiplied by scale, and their variance by scale**2; which scale makes "
+            f"your variance of {variance:g} equal to 1?"
         )
     generator = torch.Generator().manual_seed(0)
     q = torch.randn(20_000, d_k, generator=generator, dtype=torch.float64) * std
@@ -470,6 +607,68 @@ def _scale_slips(case):
     ]
 
 
+def _after_softmax_slip(case, weights):
+    """Weights scaled after the softmax, named before the check of the sums."""
+    queries, keys, _ = case.args
+    unscaled = torch.softmax(queries @ keys.transpose(-2, -1), dim=-1)
+    scaled = torch.softmax(
+        queries @ keys.transpose(-2, -1) * keys.shape[-1] ** -0.5, dim=-1
+    )
+
+    def scaled_after(answer):
+        values = answer.detach().to("cpu", torch.float64)
+        sums = values.sum(dim=-1, keepdim=True)  # (..., T_q, 1)
+        if not bool(torch.isfinite(values).all()) or bool((sums <= 0).any()):
+            return False
+        if bool(torch.isclose(sums, torch.ones_like(sums), atol=1e-4).all()):
+            return False
+        rows = values / sums
+        return matches(rows, unscaled) or matches(rows, scaled)
+
+    return [
+        Slip(
+            scaled_after,
+            "You scaled after the softmax: its rows sum to 1 / sqrt(d_k) (or another "
+            "factor) instead of 1. Divide the scores by sqrt(d_k) before the "
+            "softmax, torch.softmax(scores / math.sqrt(d_k), dim=-1): the scale "
+            "sharpens or flattens the weights, and the softmax keeps them summing "
+            "to 1.",
+        )
+    ]
+
+
+# Errors of a scaled attention function, and the slip behind each.
+_TRANSPOSE_SLIPS = (
+    (
+        "must match the size of tensor",
+        " keys.T on a batch reverses every dimension, (B, T_k, d_k) -> (d_k, T_k, "
+        "B), so the batch dimensions no longer line up: use "
+        "keys.transpose(-2, -1), which swaps only the last two.",
+    ),
+    (
+        "cannot be multiplied",
+        " The inner sizes of the matrix product differ: a forgotten transpose? The "
+        "scores are queries @ keys.transpose(-2, -1), (T_q, d_k) @ (d_k, T_k).",
+    ),
+    (
+        "Expected size for first two dimensions of batch2",
+        " The inner sizes of the batched matrix product differ: a forgotten "
+        "transpose? The scores are queries @ keys.transpose(-2, -1), (..., T_q, "
+        "d_k) @ (..., d_k, T_k).",
+    ),
+)
+
+
+def _explain_transpose(error):
+    """The likely slip behind an error of a scaled attention function, or ''."""
+    text = str(error)
+    for fragment, hint in _TRANSPOSE_SLIPS:
+        if fragment in text:
+            return hint
+    return explain_error(error)
+
+
+@exercise_check("fn")
 def check_scaled_attention_fn(fn):
     """Check a function computing scaled dot-product attention.
 
@@ -493,9 +692,11 @@ def check_scaled_attention_fn(fn):
     Raises
     ------
     AssertionError
-        On the first input where ``fn`` raises, changes its inputs, does not return
-        a pair of tensors, returns a wrong shape, invalid weights or wrong values
-        (scaling by the value width, by ``d_k``, and no scaling are named).
+        On the first input where ``fn`` raises (a forgotten transpose and
+        ``keys.T`` on a batch are named), changes its inputs, does not return a
+        pair of tensors, returns the pair in the wrong order, a wrong shape,
+        invalid weights or wrong values (scaling after the softmax, by the value
+        width, by ``d_k``, and no scaling are named).
     TypeError
         If ``fn`` is not a function, e.g. weights and context it returned.
 
@@ -517,13 +718,20 @@ def check_scaled_attention_fn(fn):
     ✅ check_scaled_attention_fn: your scaled attention is correct; its weights and
     context vectors match on 3 inputs, including a batch and d_v != d_k.
     """
-    run_attention_cases(
-        "check_scaled_attention_fn",
-        fn,
-        _scaled_attention_cases(),
+    check = "check_scaled_attention_fn"
+    verify = verify_attention(
+        check,
         reference={},
         slips=_scale_slips,
+        fatal=_after_softmax_slip,
         context_hint="The context is weights @ values: (T_q, T_k) @ (T_k, d_v).",
+    )
+    _run_cases(
+        check,
+        fn,
+        _scaled_attention_cases(),
+        verify,
+        explain=_explain_transpose,
         example="scaled_attention",
         names=QKV,
         fix="compute new tensors instead (e.g. scores = scores / ..., not "

@@ -157,7 +157,12 @@ def global_generator(weights, p, generator):
     return F.dropout(weights, p, training=True)
 
 
-CAUSAL = torch.tensor([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.2, 0.3, 0.5]])
+def prob_all_dropped(weights, p):
+    return p ** (weights > 0).sum(dim=-1)
+
+
+def prob_all_kept(weights, p):
+    return (1 - p) ** (weights > 0).sum(dim=-1)
 
 
 def eval_forward(module, x):
@@ -292,6 +297,21 @@ EXAMPLES = [
         ),
     ),
     Example(
+        "check_scaled_embeddings",
+        lambda: checks.check_scaled_embeddings(
+            torch.softmax((2 * _journey()) @ (2 * _journey()[1]), dim=-1),
+            0.25,
+            _journey(),
+            1,
+        ),
+        lambda: checks.check_scaled_embeddings(
+            torch.softmax((2 * _journey()) @ (2 * _journey()[1]), dim=-1),
+            0.5,
+            _journey(),
+            1,
+        ),
+    ),
+    Example(
         "check_attention_fn",
         lambda: checks.check_attention_fn(draws(attention)),
         lambda: checks.check_attention_fn(draws(scaled_self_attention)),
@@ -351,12 +371,8 @@ EXAMPLES = [
     ),
     Example(
         "check_row_drop_probability",
-        lambda: checks.check_row_drop_probability(
-            torch.tensor([0.1, 0.01, 0.001]), CAUSAL, 0.1
-        ),
-        lambda: checks.check_row_drop_probability(
-            torch.tensor([0.9, 0.81, 0.729]), CAUSAL, 0.1
-        ),
+        lambda: checks.check_row_drop_probability(draws(prob_all_dropped)),
+        lambda: checks.check_row_drop_probability(draws(prob_all_kept)),
     ),
     Example(
         "check_eval_forward",

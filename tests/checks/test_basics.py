@@ -42,7 +42,8 @@ def test_check_close_wrong_values_show_largest_difference_and_where(capsys):
     message = failure(checks.check_close, answer, expected, name="scores")
     assert message.startswith("scores: values are off")
     assert "largest difference is 0.05 at index [1, 0]" in message
-    assert "expected value is 0.3000 but yours is 0.3500" in message
+    assert "where yours is 0.3500, too high" in message
+    assert "0.3000" not in message  # the expected value is never written out
     assert "2 of 4 values" in message
     assert capsys.readouterr().out == ""  # nothing printed on failure
 
@@ -121,7 +122,7 @@ def test_check_softmax_accepts_stable_softmax(capsys):
     checks.check_softmax(lambda x: torch.softmax(x, dim=-1))
     line = (
         "✅ check_softmax: your softmax is correct; it matches torch.softmax on all "
-        "4 test inputs, including large values.\n"
+        "6 test inputs, including large values and rows of different magnitude.\n"
     )
     assert capsys.readouterr().out == line * 2
 
@@ -178,6 +179,56 @@ def test_check_softmax_does_not_touch_global_random_state():
     assert torch.equal(torch.get_rng_state(), before)
 
 
+def shifted_softmax(shift, total=lambda e: e.sum(dim=-1, keepdim=True)):
+    """A softmax that subtracts ``shift(x)`` and divides by ``total(exps)``."""
+
+    def softmax(x):
+        exps = torch.exp(x - shift(x))
+        return exps / total(exps)
+
+    return softmax
+
+
+def test_check_softmax_names_subtracting_the_row_minimum():
+    row_min = shifted_softmax(lambda x: x.min(dim=-1, keepdim=True).values)
+    small = torch.tensor([[1.0, 2.0, 3.0], [1000.0, 1001.0, 1002.0]])
+    torch.testing.assert_close(row_min(small), torch.softmax(small, dim=-1))
+    message = failure(checks.check_softmax, row_min)
+    assert "spread over [0, 100]" in message and "found NaN" in message
+    assert "subtracting each row's minimum instead of its maximum" in message
+
+
+def test_check_softmax_names_subtracting_the_global_maximum():
+    for total in (lambda e: e.sum(dim=-1, keepdim=True), lambda e: e.sum()):
+        message = failure(checks.check_softmax, shifted_softmax(torch.max, total))
+        assert "a (2, 5) matrix whose rows differ in magnitude" in message
+        assert "maximum of the whole tensor, x - x.max()" in message
+
+
+def test_check_softmax_explains_a_max_without_keepdim():
+    no_keepdim = shifted_softmax(lambda x: x.max(dim=-1).values)
+    message = failure(checks.check_softmax, no_keepdim)
+    assert "raised RuntimeError on a (2, 5) matrix" in message
+    assert "without keepdim=True" in message
+
+    def only_square(x):  # reaches the square matrix, where no error is raised
+        if x.dim() == 2 and x.shape[0] == x.shape[1]:
+            return no_keepdim(x)
+        return torch.softmax(x, dim=-1)
+
+    message = failure(checks.check_softmax, only_square)
+    assert "a (3, 3) matrix" in message and "without keepdim=True" in message
+    assert "row j's maximum (or sum) instead of row i's" in message
+
+
+def test_check_softmax_names_a_sum_over_the_whole_tensor():
+    whole = shifted_softmax(
+        lambda x: x.max(dim=-1, keepdim=True).values, lambda e: e.sum()
+    )
+    message = failure(checks.check_softmax, whole)
+    assert "dividing by the sum over the whole tensor" in message
+
+
 # --- check_context_vector ----------------------------------------------------------
 
 
@@ -207,6 +258,79 @@ def test_check_context_vector_wrong_answers():
     assert "matches temperature 1" in message
     message = failure(checks.check_context_vector, x.mean(dim=0), x, 1)
     assert "values are off" in message
+
+
+@pytest.mark.parametrize(
+    ("answer", "phrase"),
+    [
+        (lambda x: (x @ x[2]) @ x, "raw scores"),
+        (lambda x: (x @ x[2] / (x @ x[2]).sum()) @ x, "divided by their sum"),
+        (lambda x: torch.softmax(x @ x[2], dim=0), "is the attention weights"),
+        (lambda x: context_of(x, 1), "context vector of query 1 (token 2)"),
+        (lambda x: context_of(x, 2, 3**0.5), "*scaled* attention"),
+    ],
+)
+def test_check_context_vector_names_each_slip(answer, phrase):
+    _, x = hello_shiny_sun()
+    message = failure(checks.check_context_vector, answer(x), x, 2)
+    assert "values are off" in message and phrase in message
+
+
+# --- check_scaled_embeddings ---------------------------------------------------------
+
+
+def doubled_weights(x, i=1):
+    return torch.softmax((2 * x) @ (2 * x[i]), dim=-1)
+
+
+def test_check_scaled_embeddings_right_answer(capsys):
+    _, x = your_journey()
+    checks.check_scaled_embeddings(doubled_weights(x), 0.25, x, query_index=1)
+    tripled = torch.softmax((3 * x) @ (3 * x[0]), dim=-1)
+    checks.check_scaled_embeddings(tripled, torch.tensor(1 / 9), x, 0, factor=3)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("✅ check_scaled_embeddings: your weights for query 1")
+    assert "multiplies every score by 3**2 = 9" in out[1]
+
+
+@pytest.mark.parametrize(
+    ("weights", "phrase"),
+    [
+        (lambda x: torch.softmax(x @ x[1], dim=-1), "weights of the original"),
+        (lambda x: torch.softmax(x @ (2 * x[1]), dim=-1), "scaled only the query"),
+        (lambda x: doubled_weights(x, 2), "weights of query 2 (token 3)"),
+        (lambda x: doubled_weights(x) @ x, "not the context vector"),
+        (lambda x: (2 * x) @ (2 * x[1]), "torch.softmax(scores, dim=-1)"),
+    ],
+)
+def test_check_scaled_embeddings_names_wrong_weights(weights, phrase):
+    _, x = your_journey()
+    message = failure(checks.check_scaled_embeddings, weights(x), 0.25, x, 1)
+    assert phrase in message
+
+
+@pytest.mark.parametrize(
+    ("tau", "phrase"),
+    [
+        (0.5, "each score gets 2 twice"),
+        (4.0, "makes them 4 times smaller"),
+        (2.0, "once for the query and once for the key"),
+        (1.0, "temperature 1 leaves the scores"),
+        (0.3, "which temperature multiplies them by the same?"),
+        ("0.25", "expected a number, got str"),
+    ],
+)
+def test_check_scaled_embeddings_names_wrong_temperatures(tau, phrase):
+    _, x = your_journey()
+    message = failure(checks.check_scaled_embeddings, doubled_weights(x), tau, x, 1)
+    assert phrase in message
+    assert "0.25" not in message  # the right temperature is never shown
+
+
+def test_check_scaled_embeddings_waits_for_both_answers(capsys):
+    _, x = your_journey()
+    checks.check_scaled_embeddings(doubled_weights(x), ..., x, 1)
+    assert "not answered yet" in capsys.readouterr().out
 
 
 # --- check_attention_fn ------------------------------------------------------------
@@ -248,6 +372,19 @@ def test_check_attention_fn_wrong_answers():
         return weights, context
 
     assert "changed its input" in failure(checks.check_attention_fn, modifies_input)
+
+
+def test_check_attention_fn_names_a_pair_in_the_wrong_order():
+    def swapped(x):
+        weights, context = attention(x)
+        return context, weights
+
+    message = failure(checks.check_attention_fn, swapped)
+    assert 'the pair in the wrong order on the toy sentence "Hello shiny sun!"' in (
+        message
+    )
+    assert "`return weights, context`" in message
+    assert "rows sum" not in message
 
 
 def test_check_attention_fn_wraps_errors():

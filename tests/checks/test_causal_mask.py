@@ -157,6 +157,70 @@ def test_check_causal_attention_fn_wrong_context_and_return():
     )
 
 
+def causal_by_hand(
+    q, k, v, *, allowed=lower, fill=-torch.inf, transpose=None, keepdim=True, how=""
+):
+    """Causal attention written out, with one of the slips a learner makes."""
+    T = q.shape[-2]
+    keys_t = k.transpose(-2, -1) if transpose is None else transpose(k)
+    scores = q @ keys_t / k.shape[-1] ** 0.5
+    if how == "renormalise":  # mask after the softmax, then renormalise
+        weights = torch.softmax(scores, dim=-1) * lower(T)
+        weights = weights / weights.sum(dim=-1, keepdim=keepdim)
+        return weights, weights @ v
+    scores = scores.masked_fill(~allowed(T), fill)
+    if how == "max":  # subtract the row maximum, as a stable softmax does
+        scores = scores - scores.max(dim=-1, keepdim=keepdim).values
+    exps = scores.exp()
+    weights = exps / exps.sum(dim=-1, keepdim=keepdim if how != "max" else True)
+    return weights, weights @ v
+
+
+def test_check_causal_attention_fn_accepts_the_written_out_softmax(capsys):
+    checks.check_causal_attention_fn(causal_by_hand)
+    checks.check_causal_attention_fn(lambda q, k, v: causal_by_hand(q, k, v, how="max"))
+    checks.check_causal_attention_fn(
+        lambda q, k, v: causal_by_hand(q, k, v, how="renormalise")
+    )
+    checks.check_causal_attention_fn(lambda q, k, v: causal_by_hand(q, k, v, fill=-1e9))
+    assert capsys.readouterr().out.count("✅") == 4
+
+
+def no_diagonal(T):
+    return lower(T).tril(diagonal=-1)
+
+
+@pytest.mark.parametrize(
+    ("options", "phrases"),
+    [
+        (
+            {"allowed": no_diagonal},
+            ["blocks the diagonal too", "[nan, nan", "A token may attend to itself"],
+        ),
+        ({"allowed": no_diagonal, "fill": -1e9}, ["blocks the diagonal too"]),
+        ({"keepdim": False}, ["without keepdim=True", "(your rows sum to [1.0000"]),
+        ({"keepdim": False, "how": "max"}, ["without keepdim=True"]),
+        ({"keepdim": False, "how": "renormalise"}, ["without keepdim=True"]),
+        ({"transpose": lambda k: k}, ["cannot be multiplied", "forgotten transpose"]),
+        (
+            {"transpose": lambda k: k.T},
+            ["raised RuntimeError on a batch", ".T on a tensor with a batch dimension"],
+        ),
+    ],
+)
+@pytest.mark.filterwarnings("ignore:The use of `x.T`:UserWarning")
+def test_check_causal_attention_fn_names_the_slips_of_a_written_out_attention(
+    options, phrases
+):
+    message = failure(
+        checks.check_causal_attention_fn,
+        lambda q, k, v: causal_by_hand(q, k, v, **options),
+    )
+    for phrase in phrases:
+        assert phrase in message
+    assert "ones * float('-inf')" not in message
+
+
 # --- a wrong call of a check ---------------------------------------------------------
 
 CALL_ERRORS = [

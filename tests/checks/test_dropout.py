@@ -7,11 +7,13 @@ import torch
 from attn_course import checks
 
 from .answers import (
-    CAUSAL,
     dropout,
     eval_forward,
+    failure,
     global_generator,
     no_grad_only,
+    prob_all_dropped,
+    prob_all_kept,
     wrong_call_test,
 )
 
@@ -96,25 +98,63 @@ def test_check_dropout_fn_leaves_the_global_random_state_alone():
     assert torch.equal(state, torch.random.get_rng_state())
 
 
-def test_check_row_drop_probability_accepts_p_to_the_k(capsys):
-    checks.check_row_drop_probability(torch.tensor([0.1, 0.01, 0.001]), CAUSAL, 0.1)
+@pytest.mark.parametrize(
+    "fn",
+    [
+        prob_all_dropped,
+        lambda weights, p: torch.pow(p, torch.count_nonzero(weights, dim=-1)),
+    ],
+)
+def test_check_row_drop_probability_accepts_p_to_the_k(fn, capsys):
+    checks.check_row_drop_probability(fn)
     assert capsys.readouterr().out.startswith("✅ check_row_drop_probability:")
 
 
+def nonzero(weights):
+    return (weights > 0).sum(dim=-1)
+
+
 @pytest.mark.parametrize(
-    ("answer", "message"),
+    ("fn", "message"),
     [
-        (torch.tensor([0.9, 0.81, 0.729]), "KEPT"),
-        (torch.tensor([0.1, 0.19, 0.271]), "AT LEAST ONE"),
-        (torch.full((3,), 0.001), "masked keys were counted"),
-        (torch.full((3,), 0.1), "multiply p by itself"),
-        (torch.tensor([0.1, 0.01]), "wrong shape"),
-        ([0.1, 0.01, 0.001], "expected a torch.Tensor"),
+        (prob_all_kept, "every weight is KEPT"),
+        (lambda w, p: 1 - (1 - p) ** nonzero(w), "AT LEAST ONE weight is dropped"),
+        (lambda w, p: 1 - p ** nonzero(w), "at least one weight is KEPT"),
+        (
+            lambda w, p: torch.full(w.shape[:-1], p ** w.shape[-1]),
+            "masked keys were counted",
+        ),
+        (lambda w, p: p ** (w > 0).sum(dim=0), "counted down the columns"),
+        (lambda w, p: p ** w.sum(dim=-1), "computed k as weights.sum"),
+        (lambda w, p: p * nonzero(w), "rather than add"),
+        (lambda w, p: (p ** nonzero(w))[..., :-1], "wrong shape"),
+        (lambda w, p: (p ** nonzero(w)).tolist(), "expected a torch.Tensor"),
     ],
 )
-def test_check_row_drop_probability_explains_mistakes(answer, message):
+def test_check_row_drop_probability_explains_mistakes(fn, message):
     with pytest.raises(AssertionError, match=message):
-        checks.check_row_drop_probability(answer, CAUSAL, 0.1)
+        checks.check_row_drop_probability(fn)
+
+
+def test_check_row_drop_probability_tries_p_other_than_a_half():
+    """(1 - p) ** k equals p ** k at p = 0.5: other p must be tried, and the
+    cases at 0.5 and beyond must run too (an answer right only below 0.5 fails)."""
+
+    def right_up_to_a_half(weights, p):
+        return p ** nonzero(weights) if p <= 0.5 else (1 - p) ** nonzero(weights)
+
+    message = failure(checks.check_row_drop_probability, right_up_to_a_half)
+    assert "with p = 0.8" in message and "KEPT" in message
+
+
+def test_check_row_drop_probability_names_the_batch_case():
+    def unbatched_only(weights, p):
+        if weights.dim() > 2:
+            raise RuntimeError("only (T, T) weights")
+        return prob_all_dropped(weights, p)
+
+    message = failure(checks.check_row_drop_probability, unbatched_only)
+    assert "raised RuntimeError on a batch of (2, 3, 7) weights" in message
 
 
 def test_check_eval_forward_accepts_a_restoring_function(capsys):
@@ -165,7 +205,6 @@ def test_check_eval_forward_leaves_the_global_random_state_alone():
 
 # --- a wrong call of a check ---------------------------------------------------------
 
-RIGHT = torch.tensor([0.1, 0.01, 0.001])
 CALL_ERRORS = [
     pytest.param(
         lambda: checks.check_dropout_fn(torch.nn.Dropout(0.1)),
@@ -180,28 +219,10 @@ CALL_ERRORS = [
         id="eval-none",
     ),
     pytest.param(
-        lambda: checks.check_row_drop_probability(RIGHT, CAUSAL, 1.0),
-        ValueError,
-        ["p must be in [0, 1), got p=1.0"],
-        id="p-one",
-    ),
-    pytest.param(
-        lambda: checks.check_row_drop_probability(RIGHT, CAUSAL, "0.1"),
+        lambda: checks.check_row_drop_probability(torch.tensor([0.1, 0.01])),
         TypeError,
-        ["p must be a number, got str"],
-        id="p-string",
-    ),
-    pytest.param(
-        lambda: checks.check_row_drop_probability(RIGHT, CAUSAL.tolist(), 0.1),
-        TypeError,
-        ["weights must be a torch.Tensor, got list"],
-        id="weights-list",
-    ),
-    pytest.param(
-        lambda: checks.check_row_drop_probability(RIGHT, torch.tensor(1.0), 0.1),
-        ValueError,
-        ["weights must have at least one dimension"],
-        id="weights-scalar",
+        ["check_row_drop_probability(prob_all_dropped), not"],
+        id="row-drop-result",
     ),
 ]
 

@@ -9,6 +9,7 @@ from attn_course import checks, key_padding_to_attn_mask
 from .answers import (
     SIZES,
     compare_all_positions,
+    failure,
     right_mask,
     right_shapes,
     sees_the_future,
@@ -27,6 +28,10 @@ def test_cross_mask_accepts_right_answers(capsys):
     assert out.count("✅ check_cross_attention_mask") == 2
 
 
+def mask_without_return(src, T_t):
+    mask = (src != 0)[:, None, None, :]  # noqa: F841 (the slip: no return)
+
+
 @pytest.mark.parametrize(
     "fn, message",
     [
@@ -42,7 +47,7 @@ def test_cross_mask_accepts_right_answers(capsys):
         ),
         (lambda src, T_t: (src != 0)[:, None, :, None], "does not broadcast"),
         (lambda src, T_t: (src % 2 == 0)[:, None, None, :], "is a real token"),
-        (lambda src, T_t: None, "None"),
+        (mask_without_return, "forget a `return`"),
         (lambda src, T_t: 1 / 0, "ZeroDivisionError"),
     ],
 )
@@ -78,17 +83,36 @@ def test_shapes_accepts_the_right_answer(capsys):
         ("W_value", (64, 64), "computed from the memory"),
         ("weights", (3, 4, 7, 5), "Rows are queries"),
         ("weights", (3, 5, 7), "keep the head dimension"),
-        ("output", (3, 7, 64), "the module gives \\(3, 5, 64\\)"),
-        ("num_parameters", 20480, "weight matrices only"),
-        ("num_parameters", 20480 + 4 * 64, "Only out_proj has a bias"),
+        ("output", (3, 7, 64), "dimension 1 \\(T_q\\) is too high.*per query"),
+        ("output", (3, 5, 16), "width of one head"),
+        ("output", (3, 4, 5, 16), "no head dimension"),
+        ("output", (3, 5, 96), "decoder's width d_out"),
+        ("W_key", (64, 64), "dimension 1 \\(d_memory\\) is too low"),
+        ("num_parameters", 20480, "too low. You counted the weight matrices only"),
+        ("num_parameters", 20480 + 4 * 64, "too high. Only out_proj has a bias"),
+        ("num_parameters", 4 * 64 * 64 + 64, "d_out \\* d_memory weights"),
+        ("num_parameters", 30000, "too high. Add up out_features \\* in_features"),
+        ("num_parameters", (64, 64), "must be a number"),
         ("W_query", "64 x 64", "must be a shape"),
     ],
 )
 def test_shapes_explains_wrong_answers(key, value, message):
     answer = right_shapes()
     answer[key] = value
-    with pytest.raises(AssertionError, match=message):
+    with pytest.raises(AssertionError, match=message) as info:
         checks.check_cross_attention_shapes(answer, **SIZES)
+    assert "1 of 7 predictions are wrong" in str(info.value)
+    right = right_shapes()[key]
+    assert str(right) not in str(info.value).split(":\n", 1)[1]  # not given away
+
+
+def test_shapes_lists_every_wrong_entry():
+    answer = dict(right_shapes(), W_key=(64, 64), W_value=(96, 64), weights=(3, 5, 7))
+    message = failure(checks.check_cross_attention_shapes, answer, **SIZES)
+    assert "3 of 7 predictions are wrong" in message
+    for key in ("'W_key'", "'W_value'", "'weights'"):
+        assert key in message
+    assert "(64, 96)" not in message and "(3, 4, 5, 7)" not in message
 
 
 def test_shapes_wants_every_key():
@@ -131,6 +155,33 @@ def change_in_place(model, src, tgt_in):
     ],
 )
 def test_detector_explains_wrong_answers(fn, message):
+    with pytest.raises(AssertionError, match=message):
+        checks.check_future_detector(fn)
+
+
+def answers_inverted(model, src, tgt_in):
+    return not sees_the_future(model, src, tgt_in)
+
+
+def answers_per_logit(model, src, tgt_in):
+    changed = tgt_in.clone()
+    changed[:, -1] = (changed[:, -1] - 2) % 10 + 3
+    return model(src, tgt_in)[:, :-1] != model(src, changed)[:, :-1]
+
+
+def detector_without_return(model, src, tgt_in):
+    leaks = sees_the_future(model, src, tgt_in)  # noqa: F841 (the slip: no return)
+
+
+@pytest.mark.parametrize(
+    "fn, message",
+    [
+        (answers_inverted, "wrong way round.*a `not` in front of"),
+        (answers_per_logit, "a tensor of shape \\(2, 4, 13\\); reduce it"),
+        (detector_without_return, "forget to `return`"),
+    ],
+)
+def test_detector_names_more_slips(fn, message):
     with pytest.raises(AssertionError, match=message):
         checks.check_future_detector(fn)
 

@@ -3,6 +3,7 @@ the cases), and its promise for all 23 checks: a check leaves the notebook's ran
 numbers alone, and its verdict does not depend on them."""
 
 import contextlib
+import inspect
 import io
 import re
 from pathlib import Path
@@ -12,6 +13,7 @@ import torch
 
 from attn_course import checks
 from attn_course.checks._kit import (
+    NOT_ANSWERED,
     Case,
     Slip,
     call,
@@ -192,3 +194,49 @@ def test_a_check_says_the_same_whatever_the_callers_seed(example):
     right, wrong = said[0]
     assert right.startswith(f"✅ {example.check}:")
     assert wrong.startswith("AssertionError: ")
+
+
+# --- an exercise not answered yet ----------------------------------------------------
+
+
+def _placeholder_call(check):
+    """Call ``check`` with ``...`` for every parameter, as an untouched answer cell
+    and made-up values for the rest would; return what it printed."""
+    signature = inspect.signature(check)
+    args, kwargs = [], {}
+    for name, parameter in signature.parameters.items():
+        if parameter.default is not inspect.Parameter.empty:
+            continue
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY:
+            kwargs[name] = ...
+        else:
+            args.append(...)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert check(*args, **kwargs) is None
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("name", sorted(checks.__all__))
+def test_every_check_says_not_answered_yet_for_a_placeholder(name):
+    check = getattr(checks, name)
+    assert check.answers, f"{name} names none of its parameters as the answer"
+    printed = _placeholder_call(check)
+    assert printed == f"⏳ {name}: {NOT_ANSWERED}\n"
+
+
+def test_a_function_that_only_holds_the_placeholder_is_not_answered():
+    def stable_softmax(x): ...
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        checks.check_softmax(stable_softmax)
+    assert "not answered yet" in out.getvalue()
+
+
+def test_a_function_that_forgets_to_return_is_answered_and_wrong():
+    def stable_softmax(x):
+        x - x.max(dim=-1, keepdim=True).values  # the result is dropped
+
+    with pytest.raises(AssertionError, match="return"):
+        checks.check_softmax(stable_softmax)

@@ -4,7 +4,8 @@ answers pass, wrong ones are explained."""
 import pytest
 import torch
 
-from attn_course import SelfAttentionV2, checks
+from attn_course import SelfAttentionV1, SelfAttentionV2, checks
+from attn_course.data import your_journey
 
 from . import answers
 from .answers import (
@@ -62,6 +63,114 @@ def test_check_projected_context_not_a_tensor(journey_weights):
     assert "expected a torch.Tensor, got list" in message
 
 
+JOURNEY = {
+    "W_q": [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]],
+    "W_k": [[0.0, 1.0], [1.0, 0.0], [0.0, 0.0]],
+    "W_v": [[1.0, 0.0], [0.0, 0.0], [0.0, 1.0]],
+}
+
+
+def journey_matrices(**changes):
+    """The exercise's matrices as tensors, with ``changes[role] = (index, value)``."""
+    matrices = {role: torch.tensor(rows) for role, rows in JOURNEY.items()}
+    for role, (index, value) in changes.items():
+        matrices[role][index] = value
+    return list(matrices.values())
+
+
+def test_check_projected_context_accepts_the_exercise_matrices(capsys):
+    x = your_journey().embeddings
+    W_q, W_k, W_v = journey_matrices()
+    right = projected(x, W_q, W_k, W_v, 1)
+    checks.check_projected_context(
+        right, x, W_q, W_k, W_v, 1, exercise="ch02-ex-journey"
+    )
+    assert capsys.readouterr().out.startswith("✅ check_projected_context")
+
+
+@pytest.mark.parametrize(
+    ("role", "index", "value", "phrase"),
+    [
+        (
+            "W_q",
+            (2, 1),
+            0.0,
+            "your W_q differs from the W_q the exercise gives at "
+            "entry [2, 1] (row 3, column 2): yours is 0.0000",
+        ),
+        (
+            "W_k",
+            (1, 0),
+            0.0,
+            "your W_k differs from the W_k the exercise gives at entry [1, 0]",
+        ),
+        (
+            "W_v",
+            (0, 1),
+            1.0,
+            "your W_v differs from the W_v the exercise gives at entry [0, 1]",
+        ),
+    ],
+)
+def test_check_projected_context_pins_the_exercise_matrices(role, index, value, phrase):
+    # The answer is right for the learner's own matrices, which have a typo.
+    x = your_journey().embeddings
+    mine = journey_matrices(**{role: (index, value)})
+    answer = projected(x, *mine, 1)
+    checks.check_projected_context(answer, x, *mine, 1)  # passes without the pin
+    message = failure(
+        checks.check_projected_context, answer, x, *mine, 1, exercise="ch02-ex-journey"
+    )
+    assert phrase in message
+
+
+def test_check_projected_context_exercise_matrices_transposed_or_not_tensors():
+    x = your_journey().embeddings
+    W_q, W_k, W_v = journey_matrices()
+    right = projected(x, W_q, W_k, W_v, 1)
+    message = failure(
+        checks.check_projected_context,
+        right,
+        x,
+        W_q.T,
+        W_k,
+        W_v,
+        1,
+        exercise="ch02-ex-journey",
+    )
+    assert "your W_q has shape (2, 3)" in message and "one row per input" in message
+    message = failure(
+        checks.check_projected_context,
+        right,
+        x,
+        W_q,
+        JOURNEY["W_k"],
+        W_v,
+        1,
+        exercise="ch02-ex-journey",
+    )
+    assert "your W_k: expected a torch.Tensor, got list" in message
+    with pytest.raises(ValueError, match="exercise must be one of"):
+        checks.check_projected_context(right, x, W_q, W_k, W_v, 1, exercise="ch9")
+
+
+def test_check_projected_context_names_keys_and_another_query():
+    x = your_journey().embeddings
+    W_q, W_k, W_v = journey_matrices()
+    mixes_keys = projected(x, W_q, W_k, W_v, 1, mix=x @ W_k)
+    message = failure(checks.check_projected_context, mixes_keys, x, W_q, W_k, W_v, 1)
+    assert "mixes the keys" in message
+    other = projected(x, W_q, W_k, W_v, 2)
+    message = failure(checks.check_projected_context, other, x, W_q, W_k, W_v, 1)
+    assert "context vector of query 2 (token 3)" in message
+
+
+def test_check_projected_context_waits_for_the_matrices(capsys):
+    x = your_journey().embeddings
+    checks.check_projected_context(..., x, ..., ..., ..., 1, exercise="ch02-ex-journey")
+    assert "not answered yet" in capsys.readouterr().out
+
+
 # --- check_v1_from_v2 ----------------------------------------------------------------
 
 
@@ -103,7 +212,7 @@ def test_check_v1_from_v2_swapped_roles_and_wrong_type():
     message = failure(checks.check_v1_from_v2, swapped)
     assert "holds V2's W_key instead" in message
     message = failure(checks.check_v1_from_v2, lambda sa_v2: sa_v2)
-    assert "returned a SelfAttentionV2" in message
+    assert "returned the SelfAttentionV2 it was given" in message
 
 
 def test_check_v1_from_v2_must_not_change_the_v2_module():
@@ -115,6 +224,41 @@ def test_check_v1_from_v2_must_not_change_the_v2_module():
 
     message = failure(checks.check_v1_from_v2, zeroes_v2)
     assert "changed the W_value" in message
+
+
+def copies(how):
+    """A v1_from_v2 that copies each weight with ``how(parameter, weight)``."""
+
+    def v1(sa_v2):
+        sa_v1 = SelfAttentionV1(sa_v2.d_in, sa_v2.d_out)
+        for role in ("W_query", "W_key", "W_value"):
+            how(sa_v1, role, getattr(sa_v2, role).weight)
+        return sa_v1
+
+    return v1
+
+
+@pytest.mark.parametrize(
+    ("how", "phrases"),
+    [
+        (
+            lambda m, role, w: getattr(m, role).data.copy_(w),
+            ["raised RuntimeError", "(d_out, d_in)", "copy weight.T"],
+        ),
+        (
+            lambda m, role, w: getattr(m, role).copy_(w.T),
+            ["raised RuntimeError", "with torch.no_grad():"],
+        ),
+        (
+            lambda m, role, w: setattr(m, role, w.detach().T),
+            ["raised TypeError", "can only be replaced by an nn.Parameter"],
+        ),
+    ],
+)
+def test_check_v1_from_v2_explains_errors_of_the_copy(how, phrases):
+    message = failure(checks.check_v1_from_v2, copies(how))
+    for phrase in phrases:
+        assert phrase in message
 
 
 # --- check_score_variance ------------------------------------------------------------
@@ -207,6 +351,46 @@ def test_check_scaled_attention_fn_other_mistakes():
         return weights, context
 
     assert "in place" in failure(checks.check_scaled_attention_fn, in_place)
+
+
+def test_check_scaled_attention_fn_names_scaling_after_the_softmax():
+    def after(q, k, v):
+        weights = torch.softmax(q @ k.transpose(-2, -1), dim=-1) / k.shape[-1] ** 0.5
+        return weights, weights @ v
+
+    message = failure(checks.check_scaled_attention_fn, after)
+    assert "You scaled after the softmax" in message
+    assert "Normalise along the last dimension" not in message
+
+
+def test_check_scaled_attention_fn_names_a_pair_in_the_wrong_order():
+    def swapped(q, k, v):
+        weights, context = scaled_attention(q, k, v)
+        return context, weights
+
+    message = failure(checks.check_scaled_attention_fn, swapped)
+    assert "the pair in the wrong order" in message
+    assert "context vectors (6, 2) and the second the weights (6, 6)" in message
+
+
+@pytest.mark.parametrize(
+    ("transpose", "phrases"),
+    [
+        (lambda k: k, ["raised RuntimeError", "a forgotten transpose?"]),
+        (
+            lambda k: k.permute(*reversed(range(k.dim()))),  # what keys.T does
+            ["raised RuntimeError on a batch", "keys.T on a batch reverses every"],
+        ),
+    ],
+)
+def test_check_scaled_attention_fn_explains_transpose_errors(transpose, phrases):
+    def attention(q, k, v):
+        weights = torch.softmax(q @ transpose(k) / k.shape[-1] ** 0.5, dim=-1)
+        return weights, weights @ v
+
+    message = failure(checks.check_scaled_attention_fn, attention)
+    for phrase in phrases:
+        assert phrase in message
 
 
 # --- a wrong call of a check ---------------------------------------------------------

@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
+import nbformat
 import pytest
 
-from tools.toc import ROOT, resolve_entry, toc_entries
+from tools.toc import ROOT, chapter_notebooks, resolve_entry, toc_entries
 
 HTML = ROOT / "_build" / "html"
 SCREENSHOTS = ROOT / "_build" / "screenshots"
@@ -251,3 +252,17 @@ def test_a_chapter_works_opened_from_disk(visits):
     )
     widths = [image["width"] for image in visit.images]
     assert widths and min(widths) > 0, f"figures did not load from disk: {widths}"
+
+
+def test_downloaded_notebooks_use_plain_markdown():
+    """The download button hands out each chapter with plain Markdown, outputs kept."""
+    for path in chapter_notebooks():
+        page = (HTML / "chapters" / path.name).with_suffix(".html").read_text()
+        link = f"_sources/chapters/{path.name}"
+        assert link in page, f"{path.name}: the page has no download link to {link}"
+        copy = nbformat.read(HTML / link, as_version=4)
+        markdown = "\n".join(c.source for c in copy.cells if c.cell_type == "markdown")
+        assert "```{" not in markdown and "{ref}`" not in markdown, path.name
+        chapter = int(path.name.split("_")[0])
+        assert f"> **Exercise {chapter}.1:" in markdown, path.name
+        assert any(c.get("outputs") for c in copy.cells if c.cell_type == "code")

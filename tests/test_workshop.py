@@ -1,0 +1,157 @@
+"""The workshop folder stands alone: it installs offline and its notebooks run.
+
+``make workshop-check`` writes the folder with every wheel (``pip download``, the
+one step that uses the network), then creates a fresh virtual environment and
+installs into it from the folder alone: ``pip --no-index`` with pip's configuration
+files and ``PIP_*`` settings switched off, so that no index or other wheel folder
+can help. In that environment every student notebook runs top to bottom with the
+right answers pasted into its answer cells, and every check prints its ✅; the
+solutions notebook runs too.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import venv
+from concurrent.futures import ThreadPoolExecutor
+
+import nbformat
+import pytest
+
+from tests.exercises import chapters
+from tools.exercises import ANSWER_TAG, CHECK_TAG
+from tools.workshop import write_workshop
+
+pytestmark = pytest.mark.workshop
+
+RIGHT = {
+    name: {label: answers.right for label, answers in table.items()}
+    for name, table in chapters().items()
+}
+
+
+def _offline_env(tmp):
+    """The environment for pip and Jupyter in the fresh venv: no pip configuration,
+    no index, and Jupyter's folders of its own."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env.update(
+        PIP_CONFIG_FILE=os.devnull,
+        PIP_NO_INDEX="1",
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+        JUPYTER_DATA_DIR=str(tmp / "jupyter-data"),
+        JUPYTER_CONFIG_DIR=str(tmp / "jupyter-config"),
+        JUPYTER_PATH="",
+        PYTHONHASHSEED="0",
+    )
+    env.pop("VIRTUAL_ENV", None)
+    return env
+
+
+@pytest.fixture(scope="session")
+def installed(tmp_path_factory):
+    """(workshop folder, fresh venv's bin folder, environment) after the offline
+    install that the folder's README gives."""
+    tmp = tmp_path_factory.mktemp("workshop")
+    folder = tmp / "attention-workshop"
+    archive = write_workshop(folder, with_wheels=True)
+    assert archive.exists()
+    env = _offline_env(tmp)
+    venv.create(tmp / "env", with_pip=True)
+    bin_ = tmp / "env" / "bin"
+    subprocess.run(
+        [
+            str(bin_ / "python"),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-index",
+            "--find-links",
+            "wheels",
+            "-r",
+            "requirements.txt",
+            "attn-course",
+        ],
+        cwd=folder,
+        env=env,
+        check=True,
+    )
+    return folder, bin_, env
+
+
+def _run(bin_, env, path):
+    """Execute a notebook in the fresh venv's own Jupyter; return it executed."""
+    done = path.with_name(path.stem + ".done.ipynb")
+    subprocess.run(
+        [
+            str(bin_ / "jupyter"),
+            "nbconvert",
+            "--to",
+            "notebook",
+            "--execute",
+            "--ExecutePreprocessor.timeout=600",
+            "--output",
+            done.name,
+            str(path),
+        ],
+        cwd=path.parent,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    return nbformat.read(done, as_version=4)
+
+
+def _printed(cell):
+    return "".join(
+        out.get("text", "")
+        for out in cell.get("outputs", [])
+        if out.output_type == "stream"
+    )
+
+
+def test_the_package_comes_from_the_wheel(installed):
+    folder, bin_, env = installed
+    where = subprocess.run(
+        [str(bin_ / "python"), "-c", "import attn_course; print(attn_course.__file__)"],
+        cwd=folder,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert str(bin_.parent) in where, where
+    assert (folder / "README.md").read_text().count("--no-index") >= 2
+
+
+def test_student_notebooks_run_with_the_answers_pasted_in(installed):
+    folder, bin_, env = installed
+    notebooks = sorted((folder / "notebooks").glob("*.ipynb"))
+    assert [path.name for path in notebooks] == sorted(RIGHT)
+    for path in notebooks:
+        notebook = nbformat.read(path, as_version=4)
+        for cell in notebook.cells:
+            if ANSWER_TAG in cell.metadata.get("tags", []):
+                cell.source = RIGHT[path.name][cell.metadata["exercise"]]
+        nbformat.write(notebook, path)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        runs = dict(
+            zip(
+                notebooks,
+                pool.map(lambda p: _run(bin_, env, p), notebooks),
+                strict=True,
+            )
+        )
+    for path, notebook in runs.items():
+        checks = [c for c in notebook.cells if CHECK_TAG in c.metadata.get("tags", [])]
+        assert len(checks) == len(RIGHT[path.name])
+        for cell in checks:
+            assert "✅" in _printed(cell), f"{path.name}: {cell.source}\n{cell.outputs}"
+
+
+def test_the_solutions_notebook_runs_and_passes_its_checks(installed):
+    folder, bin_, env = installed
+    notebook = _run(bin_, env, folder / "solutions.ipynb")
+    ticks = [c for c in notebook.cells if "✅" in _printed(c)]
+    assert len(ticks) >= sum(len(table) for table in RIGHT.values())
