@@ -260,3 +260,32 @@ def test_workshop_requirements_are_the_course_pins():
     pinned = set((ROOT / "requirements.txt").read_text().splitlines())
     assert len(lines) == len(LEARNER_PACKAGES) and set(lines) <= pinned
     assert all("==" in line for line in lines)
+
+
+# --- the glossary ---------------------------------------------------------------------
+
+GLOSSARY = ROOT / "chapters" / "glossary.md"
+
+
+def _glossary_terms():
+    text = GLOSSARY.read_text()
+    body = text.split("```{glossary}", 1)[1].split("\n```", 1)[0]
+    return {line.strip() for line in body.splitlines() if line and line[0] != " "}
+
+
+def _linked_terms():
+    linked = {}
+    for path in NOTEBOOKS:
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "markdown":
+                for text in re.findall(r"\{term\}`([^`]*)`", cell.source):
+                    shown = re.match(r".*?<([^>]*)>$", text, re.S)
+                    linked.setdefault(shown.group(1) if shown else text, path.name)
+    return linked
+
+
+def test_every_glossary_term_is_linked_from_a_chapter():
+    terms, linked = _glossary_terms(), _linked_terms()
+    assert len(terms) >= 10, f"the glossary parser found only {sorted(terms)}"
+    assert not terms - set(linked), f"never linked: {sorted(terms - set(linked))}"
+    assert not set(linked) - terms, f"links to no entry: {sorted(set(linked) - terms)}"
