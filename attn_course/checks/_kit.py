@@ -231,8 +231,34 @@ _LIKELY_SLIPS = (
 )
 
 
+def explainer(*tables):
+    """An ``explain(error)`` for :func:`call`: the hint of the first row of
+    ``tables`` (rows of ``(fragment of the message, hint)``) whose fragment is in
+    the error's message, else that of the common shape errors, else ''.
+
+    >>> explain = explainer((("cannot assign", " Copy into the parameter."),))
+    >>> explain(TypeError("cannot assign 'Tensor' as parameter"))
+    ' Copy into the parameter.'
+    >>> explain(ValueError("something else"))
+    ''
+    """
+
+    def explain(error):
+        text = str(error)
+        for table in (*tables, _LIKELY_SLIPS):
+            for fragment, hint in table:
+                if fragment in text:
+                    return hint
+        return ""
+
+    return explain
+
+
+_explain_common = explainer()
+
+
 def explain_error(error):
-    """The likely slip behind a PyTorch error (a sentence), or ''.
+    """The likely slip behind a PyTorch shape error (a sentence), or ''.
 
     >>> try:
     ...     torch.ones(2, 3) - torch.ones(2, 3).max(dim=-1).values
@@ -240,11 +266,7 @@ def explain_error(error):
     ...     print(explain_error(error).strip()[:60])
     Two shapes do not line up. The usual slips: a max or sum ove
     """
-    text = str(error)
-    for fragment, hint in _LIKELY_SLIPS:
-        if fragment in text:
-            return hint
-    return ""
+    return _explain_common(error)
 
 
 def call(

@@ -31,7 +31,7 @@ from ._kit import (
     Slip,
     call,
     exercise_check,
-    explain_error,
+    explainer,
     first_slip,
     matches,
     passed,
@@ -277,13 +277,8 @@ _COPY_SLIPS = (
 )
 
 
-def _explain_copy(error):
-    """The likely slip behind an error of a conversion from V2 to V1, or ''."""
-    text = str(error)
-    for fragment, hint in _COPY_SLIPS:
-        if fragment in text:
-            return hint
-    return explain_error(error)
+# The likely slip behind an error of a conversion from V2 to V1, or ''.
+_explain_copy = explainer(_COPY_SLIPS)
 
 
 def _v2_cases():
@@ -659,13 +654,8 @@ _TRANSPOSE_SLIPS = (
 )
 
 
-def _explain_transpose(error):
-    """The likely slip behind an error of a scaled attention function, or ''."""
-    text = str(error)
-    for fragment, hint in _TRANSPOSE_SLIPS:
-        if fragment in text:
-            return hint
-    return explain_error(error)
+# The likely slip behind an error of a scaled attention function, or ''.
+_explain_transpose = explainer(_TRANSPOSE_SLIPS)
 
 
 @exercise_check("fn")
