@@ -131,8 +131,6 @@ async def _look(context, url):
               };
             }"""
         )
-        if os.environ.get("LAB_TEXT"):
-            (SCREENSHOTS / "lab-text.txt").write_text(seen["text"])
         if os.environ.get("SCREENSHOTS") == "1":
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             await page.evaluate(
