@@ -42,6 +42,7 @@ computes; ``checks`` use all of these; ``explorer`` comes last.
 from . import (
     checks,
     data,
+    diagrams,
     explorer,
     functional,
     masks,
@@ -85,6 +86,7 @@ __all__ = [
     "causal_mask",
     "checks",
     "data",
+    "diagrams",
     "explorer",
     "functional",
     "hello_shiny_sun",

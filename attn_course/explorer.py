@@ -85,12 +85,13 @@ class _ControlledView(widgets.VBox):
             The new :attr:`state`.
         """
         self.state, self.figure, line = self._recompute()
-        picture = base64.b64encode(self.figure._repr_png_()).decode("ascii")
+        png, size = self.figure._repr_png_()
+        picture = base64.b64encode(png).decode("ascii")
         self.output.outputs = (
             {
                 "output_type": "display_data",
                 "data": {"image/png": picture, "text/plain": repr(self.figure)},
-                "metadata": {},
+                "metadata": {"image/png": size},
             },
             {"output_type": "stream", "name": "stdout", "text": line},
         )

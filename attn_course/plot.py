@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import io
 import math
+import struct
 from collections.abc import Iterator, Sequence
 
 import matplotlib
 import numpy as np
 import torch
-from matplotlib.colors import Normalize
+from matplotlib.colors import Normalize, to_rgb
 from matplotlib.figure import Figure
 
 from ._validate import kind_of, require_int, require_tokens
@@ -46,6 +47,16 @@ __all__ = [
 
 _BAR_COLOR = "#3b75af"
 
+# How figures are shown. One inch of a figure is CSS_PX_PER_INCH pixels on screen;
+# the PNG holds PIXEL_RATIO times as many, so that it stays sharp on high-resolution
+# screens. The website's text column is about 750 px wide on a 1280 px screen, so no
+# figure is made wider than MAX_WIDTH_INCHES: each is shown at its intended size.
+CSS_PX_PER_INCH = 100
+PIXEL_RATIO = 2
+MAX_WIDTH_INCHES = 7.2
+# WCAG 2 asks for a contrast ratio of at least 4.5:1 between text and its background.
+MIN_TEXT_CONTRAST = 4.5
+
 
 class _NotebookFigure(Figure):
     """A Figure that draws itself as a PNG in Jupyter, without pyplot.
@@ -57,17 +68,39 @@ class _NotebookFigure(Figure):
     """
 
     def _repr_png_(self):
+        """The figure as a PNG at twice its display resolution, with its display
+        width in the output's metadata (JupyterLab and the website show it at that
+        width, sharp on high-resolution screens)."""
         buffer = io.BytesIO()
-        self.savefig(buffer, format="png", bbox_inches="tight")
-        return buffer.getvalue()
+        self.savefig(
+            buffer,
+            format="png",
+            bbox_inches="tight",
+            dpi=CSS_PX_PER_INCH * PIXEL_RATIO,
+            facecolor="white",
+        )
+        png = buffer.getvalue()
+        return png, {"width": _png_width(png) // PIXEL_RATIO}
 
     def __repr__(self):
         return super().__repr__().replace(type(self).__name__, "Figure", 1)
 
 
+def _png_width(png):
+    """The width in pixels of a PNG image, read from its header."""
+    return struct.unpack(">I", png[16:20])[0]
+
+
 def _new_figure(width, height):
-    """Return an empty figure with constrained layout, not registered with pyplot."""
-    return _NotebookFigure(figsize=(width, height), layout="constrained")
+    """Return an empty figure with constrained layout, not registered with pyplot.
+
+    A figure wider than :data:`MAX_WIDTH_INCHES` is scaled down, keeping its
+    proportions, so that it fits the text column at its intended size.
+    """
+    scale = min(1.0, MAX_WIDTH_INCHES / width)
+    fig = _NotebookFigure(figsize=(width * scale, height * scale), layout="constrained")
+    fig.cell_text_scale = scale  # cells shrink with the figure: so do their numbers
+    return fig
 
 
 def _axes(ax, width, height):
@@ -145,21 +178,52 @@ def _set_ticks(ax, x_labels, y_labels, *, show_x=True, show_y=True):
 
 
 def _colour_range(matrices):
-    """Colour scale limits: 0..1 for weights, widened to fit any other values."""
+    """Colour scale limits: 0..1 for weights, widened to fit any other values.
+
+    Signed values get limits symmetric about 0, so that a diverging colour map
+    (such as "RdBu_r") shows 0 in its middle colour.
+    """
     finite = [m[np.isfinite(m)] for m in matrices]
     finite = np.concatenate([f.ravel() for f in finite]) if finite else np.array([])
     if finite.size == 0:
         return 0.0, 1.0
-    return min(0.0, float(finite.min())), max(1.0, float(finite.max()))
+    low, high = float(finite.min()), max(1.0, float(finite.max()))
+    if low < 0:
+        reach = max(-low, high)
+        return -reach, reach
+    return 0.0, high
+
+
+def relative_luminance(colour):
+    """WCAG 2's relative luminance of an sRGB colour (0 black .. 1 white).
+
+    ``colour`` is anything matplotlib reads as a colour: a name, "#rrggbb" or an
+    RGB(A) tuple of floats in [0, 1].
+    """
+    channels = to_rgb(colour)
+    linear = [
+        c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels
+    ]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def contrast_ratio(foreground, background):
+    """WCAG 2's contrast ratio of two colours, from 1 (none) to 21 (black on white)."""
+    lighter, darker = sorted(
+        (relative_luminance(foreground), relative_luminance(background)), reverse=True
+    )
+    return (lighter + 0.05) / (darker + 0.05)
 
 
 def _text_colour(cmap, norm, value):
-    """Black on light cells, white on dark ones (by the cell colour's luminance)."""
+    """Black or white, whichever contrasts more with the cell's colour.
+
+    One of the two always reaches 4.58:1, above WCAG's 4.5:1 for text.
+    """
     if not math.isfinite(value):
         return "black"
-    red, green, blue, _ = cmap(norm(value))
-    luminance = 0.2126 * red + 0.7152 * green + 0.0722 * blue
-    return "white" if luminance < 0.5 else "black"
+    cell = cmap(norm(value))
+    return max(("black", "white"), key=lambda text: contrast_ratio(text, cell))
 
 
 def _font_size(rows, cols):
@@ -188,7 +252,8 @@ def _draw_matrix(ax, matrix, *, cmap, norm, annotate, fmt, shrink_font=0):
     """Draw one weight matrix as coloured cells; return the image for a colorbar."""
     image = ax.imshow(matrix, cmap=cmap, norm=norm)
     if annotate:
-        size = _font_size(*matrix.shape) - shrink_font
+        scale = getattr(ax.figure, "cell_text_scale", 1.0)
+        size = max(5.0, (_font_size(*matrix.shape) - shrink_font) * scale)
         for row in range(matrix.shape[0]):
             for col in range(matrix.shape[1]):
                 value = float(matrix[row, col])
@@ -506,7 +571,7 @@ def heatmap_grid(
     query_tokens, key_tokens : sequence of str, optional
         Row and column labels shared by all panels, as in :func:`attention_heatmap`.
     ncols : int, optional
-        Panels per row; ``None`` puts up to 4 in a row.
+        Panels per row; ``None`` puts up to 3 in a row.
     annotate : bool, default False
         Write each value in its cell.
     suptitle : str, optional
@@ -547,7 +612,7 @@ def heatmap_grid(
     count = len(matrices)
     example = f", e.g. titles=[f'head {{h}}' for h in range({count})]"
     titles = _per_panel(titles, count, "titles", panels="matrices", example=example)
-    ncols, nrows = _grid_shape(count, ncols, default=4)
+    ncols, nrows = _grid_shape(count, ncols, default=3)
     labels = _shared_labels(matrices, query_tokens, key_tokens)
 
     T_q = max(m.shape[0] for m in matrices)

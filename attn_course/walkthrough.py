@@ -204,7 +204,7 @@ MASK_CONVENTIONS = {
     "bool": "bool mask, True = may attend (SDPA)",
     "additive": "float mask added to the scores, 0 / -inf",
     "is_causal": "is_causal=True, no mask tensor",
-    "inverted": "nn.MultiheadAttention's mask (True = blocked) given to SDPA: a bug",
+    "inverted": "True = blocked given to SDPA: an inverted mask, a bug",
 }
 """The ways :func:`masked_attention` can pass a causal mask: key -> description.
 

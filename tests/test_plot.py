@@ -51,6 +51,28 @@ def test_heatmap_text_colour_contrasts_with_the_cell():
     assert colours == ["white", "black", "black", "white"]  # dark cells: white text
 
 
+@pytest.mark.parametrize("cmap", ["Blues", "RdBu_r", "viridis", "Greens", "Oranges"])
+def test_every_annotation_meets_wcag_contrast(cmap):
+    values = torch.linspace(-1, 1, 401).reshape(1, -1)
+    ax = plot.attention_heatmap(values, annotate=True, cmap=cmap).axes[0]
+    image = ax.images[0]
+    for text, value in zip(ax.texts, values.ravel().tolist(), strict=True):
+        cell = image.cmap(image.norm(value))
+        assert plot.contrast_ratio(text.get_color(), cell) >= 4.5, (cmap, value)
+
+
+def test_contrast_ratio_follows_wcag():
+    assert plot.contrast_ratio("black", "white") == pytest.approx(21.0)
+    assert plot.contrast_ratio("#777777", "white") == pytest.approx(4.48, abs=0.01)
+    assert plot.contrast_ratio("red", "red") == 1.0
+
+
+def test_signed_values_are_centred_for_a_diverging_map():
+    values = torch.tensor([[-0.5, 3.0], [0.0, 1.0]])
+    image = plot.attention_heatmap(values, cmap="RdBu_r").axes[0].images[0]
+    assert image.get_clim() == (-3.0, 3.0)
+
+
 def test_heatmap_rotates_long_key_labels_only():
     tokens, x = your_journey()
     ax = plot.attention_heatmap(self_attention_weights(x), tokens).axes[0]
@@ -94,7 +116,8 @@ def test_heatmap_draws_into_a_given_axes():
 def test_heatmap_scores_and_masked_cells():
     scores = torch.tensor([[2.0, float("-inf")], [-1.0, 0.5]])
     ax = plot.attention_heatmap(scores).axes[0]
-    assert ax.images[0].get_clim() == (-1.0, 2.0)  # widened beyond 0..1
+    # widened beyond 0..1, and symmetric about 0 because some values are negative
+    assert ax.images[0].get_clim() == (-2.0, 2.0)
     assert [t.get_text() for t in ax.texts] == ["2.00", "-inf", "-1.00", "0.50"]
 
 
@@ -111,9 +134,9 @@ def test_grid_shares_one_colour_scale_and_one_colorbar():
     assert [ax.get_title() for ax in panels] == titles
     assert {ax.images[0].get_clim() for ax in panels} == {(0.0, 1.0)}
     assert fig.get_suptitle() == "heads"
-    # 4 columns: the first column carries the query labels, the others do not.
+    # 3 columns: the first column carries the query labels, the others do not.
     assert tick_texts(panels[0].get_yticklabels()) == ["a", "b", "c", "d"]
-    assert tick_texts(panels[4].get_yticklabels()) == ["a", "b", "c", "d"]
+    assert tick_texts(panels[3].get_yticklabels()) == ["a", "b", "c", "d"]
     assert tick_texts(panels[1].get_yticklabels()) == ["", "", "", ""]
     # Key labels on the lowest panel of each column.
     assert tick_texts(panels[5].get_xticklabels()) == ["a", "b", "c", "d"]
@@ -314,7 +337,21 @@ def test_heatmap_panels_share_one_colour_scale():
 def test_figures_render_as_png_and_repr_as_figure():
     fig = plot.attention_heatmap(torch.eye(2))
     assert repr(fig).startswith("<Figure size ")
-    assert fig._repr_png_().startswith(b"\x89PNG")
+    png, metadata = fig._repr_png_()
+    assert png.startswith(b"\x89PNG")
+    # drawn at twice the width it is shown at: sharp on high-resolution screens
+    pixels = plot._png_width(png)
+    assert metadata == {"width": pixels // 2}
+    inches = fig.get_size_inches()[0]
+    assert 0.8 * inches * 100 <= metadata["width"] <= inches * 100 + 2
+
+
+@pytest.mark.parametrize("count", [2, 3, 4, 8])
+def test_grids_fit_the_text_column(count):
+    weights = torch.softmax(torch.randn(count, 8, 8), dim=-1)
+    fig = plot.heatmap_grid(weights, annotate=True)
+    assert fig.get_size_inches()[0] <= plot.MAX_WIDTH_INCHES
+    assert fig._repr_png_()[1]["width"] <= plot.MAX_WIDTH_INCHES * 100
 
 
 def draw_one_of_each():

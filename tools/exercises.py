@@ -229,15 +229,24 @@ def with_answers(notebook, answers: dict[str, str]):
 
 # --- plain Markdown, for viewers that do not render MyST -------------------------
 
-_FENCE = re.compile(r"^```\{([\w-]+)\}[ \t]*(.*?)\n(.*?)^```[ \t]*$", re.M | re.S)
+# A directive fenced by backticks or colons (colon_fence), its closing fence as long
+# as its opening one.
+_FENCE = re.compile(
+    r"^(```+|:::+)\{([\w-]+)\}[ \t]*(.*?)\n(.*?)^\1[ \t]*$", re.M | re.S
+)
+# A MyST comment line: shown nowhere, so left out of plain Markdown.
+_COMMENT = re.compile(r"^%.*(?:\n|\Z)", re.M)
 _ROLE = re.compile(r"\{(ref|doc|numref|eq|term)\}`([^`]*)`")
 _NAMED = {"note": "Note", "tip": "Tip", "warning": "Warning", "important": "Important"}
 
 
 def _role(match):
-    text = match.group(2)
+    role, text = match.groups()
     shown = re.match(r"(.*?)\s*<([^>]*)>$", text, re.S)
-    return shown.group(1) if shown else text
+    if shown:
+        return shown.group(1)
+    # A bare {numref} shows "Fig. 3.2" on the website; plain Markdown has no numbers.
+    return "the figure" if role == "numref" else text
 
 
 def _quote(title, body):
@@ -259,10 +268,16 @@ def plain_markdown(source: str, number: str = "") -> str:
     > Because.
     >>> plain_markdown("see {ref}`the sources <sources>`")
     'see the sources'
+    >>> print(plain_markdown(":::{admonition} Dive\\n:class: deep-dive\\nSkip\\n:::"))
+    > **Dive**
+    >
+    > Skip
+    >>> plain_markdown("% end of deep dive")
+    ''
     """
 
     def directive(match):
-        name, argument, body = match.groups()
+        _, name, argument, body = match.groups()
         body = re.sub(r"^:\w+:.*\n?", "", body, flags=re.M)
         if name == "exercise":
             title = f"Exercise {number}".strip() + (f": {argument}" if argument else "")
@@ -279,7 +294,7 @@ def plain_markdown(source: str, number: str = "") -> str:
             return ""
         raise ValueError(f"no plain Markdown for the directive {{{name}}}")
 
-    text = _FENCE.sub(directive, source)
+    text = _FENCE.sub(directive, _COMMENT.sub("", source))
     return _ROLE.sub(_role, text).strip("\n")
 
 

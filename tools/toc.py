@@ -33,6 +33,22 @@ def chapter_notebooks() -> list[Path]:
     return [path for path in chapter_pages() if path.suffix == ".ipynb"]
 
 
+def core_chapters(toc_path: Path = TOC, root: Path = ROOT) -> list[Path]:
+    """The notebooks of the numbered parts of ``_toc.yml`` (the Core chapters), in
+    order: the pages that must meet the chapter standard (three exercises and more).
+    Reference pages such as ``masks_in_pytorch`` are notebooks too, but not chapters.
+    """
+    toc = yaml.safe_load(toc_path.read_text(encoding="utf-8"))
+    return [
+        path
+        for part in toc.get("parts", [])
+        if part.get("numbered")
+        for chapter in part.get("chapters", [])
+        for path in resolve_entry(chapter["file"], root)
+        if path.suffix == ".ipynb" and path.exists()
+    ]
+
+
 def toc_entries(toc_path: Path = TOC) -> list[str]:
     """The ``root`` and every ``file`` entry of ``_toc.yml``, in order."""
     toc = yaml.safe_load(toc_path.read_text(encoding="utf-8"))

@@ -219,7 +219,7 @@ def _sdpa_mask_cases():
 def check_mha_mask_fn(fn):
     """Check a function converting an SDPA bool mask to ``nn.MultiheadAttention``'s.
 
-    Introduced in Chapter 3. ``scaled_dot_product_attention`` reads ``True`` as
+    Introduced in Chapter 5. ``scaled_dot_product_attention`` reads ``True`` as
     *may attend*; ``nn.MultiheadAttention``'s bool ``attn_mask`` reads ``True`` as
     *blocked*. ``fn(mask)`` must return the mask that blocks the same keys in
     ``nn.MultiheadAttention``. It is tried on a causal, a random and a non-square

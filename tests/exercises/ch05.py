@@ -238,4 +238,37 @@ def split_heads(x, num_heads):
             ),
         ),
     ),
+    "ch05-ex-mha-mask": Answers(
+        right="""
+def to_mha_mask(mask):
+    return ~mask
+""",
+        wrong=(
+            wrong(
+                "unchanged",
+                "def to_mha_mask(mask):\n    return mask",
+                "it is the input unchanged",
+                "True as blocked",
+            ),
+            wrong(
+                "in-place",
+                "def to_mha_mask(mask):\n    return mask.logical_not_()",
+                "changed its input mask",
+                "in place",
+            ),
+            wrong(
+                "additive",
+                "def to_mha_mask(mask):\n"
+                '    return torch.zeros(mask.shape).masked_fill(~mask, float("-inf"))',
+                "this exercise asks for a bool mask",
+            ),
+            wrong(
+                "always-causal",
+                "def to_mha_mask(mask):\n"
+                "    return torch.ones_like(mask).triu(diagonal=1)",
+                "on a random (5, 5) mask",
+                "True must block exactly the keys the original mask forbids",
+            ),
+        ),
+    ),
 }

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,7 @@ from urllib.parse import urlparse
 import nbformat
 import pytest
 
-from tools.toc import ROOT, chapter_notebooks, resolve_entry, toc_entries
+from tools.toc import ROOT, chapter_notebooks, core_chapters, resolve_entry, toc_entries
 
 HTML = ROOT / "_build" / "html"
 SCREENSHOTS = ROOT / "_build" / "screenshots"
@@ -63,6 +64,35 @@ IMAGE_FACTS = """() => Array.from(document.querySelectorAll('main img')).map((im
     complete: img.complete,
     width: img.naturalWidth,
 }))"""
+
+# Every figure of a page, measured with every collapsed box (solutions, deep dives)
+# opened, so that hidden figures are measured too. "width" is the display width
+# the notebook asked for (myst-nb writes it as style="width: ...px"); "shown" the
+# width the browser gives the image.
+FIGURE_FACTS = """async () => {
+    document.querySelectorAll('details').forEach((box) => { box.open = true; });
+    document.querySelectorAll('.toggle-hidden').forEach(
+        (box) => box.classList.remove('toggle-hidden'));
+    document.querySelectorAll('.toggle-details__container, .toggle-details__content')
+        .forEach((box) => { box.style.display = 'block'; });
+    await new Promise((done) => requestAnimationFrame(() => setTimeout(done, 50)));
+    return Array.from(document.querySelectorAll('main img')).map((img) => {
+        const figure = img.closest('figure');
+        const caption = figure && figure.querySelector('figcaption');
+        return {
+            src: img.getAttribute('src').slice(-40),
+            alt: img.getAttribute('alt') || '',
+            caption: caption ? caption.textContent.trim() : null,
+            width: parseFloat(img.style.width) || Number(img.getAttribute('width')),
+            shown: img.getBoundingClientRect().width,
+            natural: img.naturalWidth,
+        };
+    });
+}"""
+# Alt text that is a file name or a path, as myst-nb writes when given none.
+PATH_LIKE = r"\.(png|svg|jpe?g|gif)\b|_images/|^\.{0,2}/\S*$"
+# No figure may be shown below this share of its intended width at 1280 px.
+MIN_SHOWN = 0.75
 
 
 class PageLog:
@@ -129,6 +159,7 @@ class Visit:
     problems: list[str] = field(default_factory=list)
     math: dict | None = None
     images: list[dict] | None = None
+    figures: list[dict] | None = None
 
 
 async def _visit(context, url, origin_url, screenshot, screenshot_turn) -> Visit:
@@ -158,6 +189,7 @@ async def _visit(context, url, origin_url, screenshot, screenshot_turn) -> Visit
                 await page.screenshot(
                     path=str(screenshot), full_page=True, timeout=SCREENSHOT_TIMEOUT_MS
                 )
+        visit.figures = await page.evaluate(FIGURE_FACTS)
     except Exception as error:  # a timeout or a crash is that page's failure
         log.problems.append(f"the check could not finish: {error!r}")
     finally:
@@ -234,6 +266,50 @@ def test_figures_have_loaded(visited):
         assert visit.images, f"{name}: a chapter notebook must show at least one figure"
 
 
+def _figures(name, visit):
+    assert visit.figures is not None, f"{name}: not checked:\n" + "\n".join(
+        visit.problems
+    )
+    return visit.figures
+
+
+def test_every_figure_has_a_numbered_caption_and_alt_text(visited):
+    name, visit = visited
+    problems = []
+    for image in _figures(name, visit):
+        if image["caption"] is None:
+            problems.append(f"{image['src']}: not in a figure with a caption")
+        elif not re.match(r"Fig\. \d+(\.\d+)*", image["caption"]):
+            problems.append(
+                f"{image['src']}: caption not numbered: {image['caption']!r}"
+            )
+        alt = image["alt"]
+        if len(alt.split()) < 5 or re.search(PATH_LIKE, alt):
+            problems.append(f"{image['src']}: alt text is not a description: {alt!r}")
+    assert not problems, f"{name}:\n" + "\n".join(problems)
+
+
+def test_no_figure_is_shown_below_three_quarters_of_its_size(visited):
+    """At 1280 px every figure is shown at >= 75 % of the width it was drawn for,
+    and it was drawn at twice that width (sharp on high-resolution screens)."""
+    name, visit = visited
+    problems = []
+    for image in _figures(name, visit):
+        if not image["width"]:
+            problems.append(f"{image['src']}: no intended width (re-run make outputs)")
+            continue
+        share = image["shown"] / image["width"]
+        if share < MIN_SHOWN:
+            problems.append(
+                f"{image['src']}: shown at {share:.0%} of its {image['width']} px"
+            )
+        if image["natural"] < 2 * image["width"] - 1:
+            problems.append(
+                f"{image['src']}: {image['natural']} px for {image['width']} px: not 2x"
+            )
+    assert not problems, f"{name}:\n" + "\n".join(problems)
+
+
 def _is_notebook(entry: str) -> bool:
     return any(p.suffix == ".ipynb" and p.exists() for p in resolve_entry(entry))
 
@@ -262,7 +338,9 @@ def test_downloaded_notebooks_use_plain_markdown():
         assert link in page, f"{path.name}: the page has no download link to {link}"
         copy = nbformat.read(HTML / link, as_version=4)
         markdown = "\n".join(c.source for c in copy.cells if c.cell_type == "markdown")
-        assert "```{" not in markdown and "{ref}`" not in markdown, path.name
-        chapter = int(path.name.split("_")[0])
-        assert f"> **Exercise {chapter}.1:" in markdown, path.name
+        for myst in ("```{", ":::{", "{ref}`", "{numref}`", "{term}`", "\n% "):
+            assert myst not in markdown, f"{path.name}: {myst!r} left in plain Markdown"
+        if path in core_chapters():
+            chapter = int(path.name.split("_")[0])
+            assert f"> **Exercise {chapter}.1:" in markdown, path.name
         assert any(c.get("outputs") for c in copy.cells if c.cell_type == "code")

@@ -1,0 +1,783 @@
+"""Diagrams of how data flows through attention, drawn from the tensors themselves.
+
+Each function takes the tensors (or the sizes) a chapter works with and draws the
+computation as boxes and arrows: tensors in blue boxes that carry their shape,
+operations in orange boxes between them. Every name and shape on a diagram is read
+from the arguments, so a diagram cannot disagree with the code beside it. The
+figures are drawn like those of :mod:`attn_course.plot`: on a white background (also
+readable in dark mode), at twice the display resolution, 4.6 inches wide so
+that they stay legible on a phone.
+
+=========================  ==========  ===================================
+function                   chapter     shows
+=========================  ==========  ===================================
+:func:`query_pipeline`     1           one query: scores, softmax, weighted sum
+:func:`self_attention`     2           X -> Q, K, V -> scores -> weights -> Z
+:func:`causal_mask`        3           the mask laid over the scores
+:func:`dropout_placement`  4           dropout on the weights, after the softmax
+:func:`multi_head`         5           split into heads, attend, merge, out_proj
+:func:`encoder_decoder`    6           where Q, K and V come from in each attention
+=========================  ==========  ===================================
+
+Each returns a :class:`matplotlib.figure.Figure`; ``diagram_text(fig)`` lists the
+words written on it (the tests read the labels through it).
+
+Shapes
+------
+Letters: see attn_course.shapes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+from ._validate import (
+    require_int,
+    require_probability,
+    require_tensor,
+    require_tokens,
+)
+from .plot import _NotebookFigure, _text_colour
+
+__all__ = [
+    "causal_mask",
+    "diagram_text",
+    "dropout_placement",
+    "encoder_decoder",
+    "multi_head",
+    "query_pipeline",
+    "self_attention",
+]
+
+TENSOR_FILL, TENSOR_EDGE = "#dbe9f6", "#2c5d8f"
+OPERATION_FILL, OPERATION_EDGE = "#fde9d4", "#b35900"
+HIGHLIGHT_FILL, HIGHLIGHT_EDGE = "#fff3b0", "#8a6d00"
+TEXT = "#111111"
+FONT_SIZE = 11
+# Diagrams are 4.6 inches (460 px) wide: a 390 px phone shows them at three quarters
+# of that, so that their 11-point text stays about 11 px tall.
+WIDTH = 4.6
+
+
+class _Canvas:
+    """A figure whose coordinates are inches from its lower-left corner."""
+
+    def __init__(self, width, height):
+        self.fig = _NotebookFigure(figsize=(width, height))
+        self.fig.patch.set_facecolor("white")
+        self.ax = self.fig.add_axes((0, 0, 1, 1))
+        self.ax.set_xlim(0, width)
+        self.ax.set_ylim(0, height)
+        self.ax.set_axis_off()
+
+    def box(
+        self,
+        x,
+        y,
+        text,
+        *,
+        width=2.6,
+        height=0.62,
+        kind="tensor",
+        size=FONT_SIZE,
+        detail=None,
+    ):
+        """A box centred on (x, y), with ``text`` and, under it in a fixed-width
+        font, ``detail``; returns its (left, bottom, right, top)."""
+        fill, edge = {
+            "tensor": (TENSOR_FILL, TENSOR_EDGE),
+            "operation": (OPERATION_FILL, OPERATION_EDGE),
+            "highlight": (HIGHLIGHT_FILL, HIGHLIGHT_EDGE),
+        }[kind]
+        style = (
+            "round,pad=0.02,rounding_size=0.12"
+            if kind != "tensor"
+            else "square,pad=0.02"
+        )
+        self.ax.add_patch(
+            FancyBboxPatch(
+                (x - width / 2, y - height / 2),
+                width,
+                height,
+                boxstyle=style,
+                facecolor=fill,
+                edgecolor=edge,
+                linewidth=1.4,
+            )
+        )
+        if detail:
+            self.ax.text(
+                x,
+                y + height / 2 - 0.08,
+                text,
+                ha="center",
+                va="top",
+                fontsize=size,
+                color=TEXT,
+            )
+            self.ax.text(
+                x,
+                y - height / 2 + 0.08,
+                detail,
+                ha="center",
+                va="bottom",
+                fontsize=size - 1,
+                color=TEXT,
+                family="monospace",
+            )
+        else:
+            self.ax.text(
+                x, y, text, ha="center", va="center", fontsize=size, color=TEXT
+            )
+        return (x - width / 2, y - height / 2, x + width / 2, y + height / 2)
+
+    def arrow(self, start, end, label=None, *, side="right"):
+        """An arrow from point ``start`` to point ``end``, with an optional label."""
+        self.ax.add_patch(
+            FancyArrowPatch(
+                start, end, arrowstyle="-|>", mutation_scale=14, color="#333333", lw=1.3
+            )
+        )
+        if label:
+            x, y = (start[0] + end[0]) / 2, (start[1] + end[1]) / 2
+            offset = 0.12 if side == "right" else -0.12
+            self.ax.text(
+                x + offset,
+                y,
+                label,
+                ha="left" if side == "right" else "right",
+                va="center",
+                fontsize=FONT_SIZE - 1,
+                color=TEXT,
+                style="italic",
+            )
+
+    def text(self, x, y, text, **kwargs):
+        kwargs.setdefault("fontsize", FONT_SIZE)
+        kwargs.setdefault("color", TEXT)
+        self.ax.text(x, y, text, **kwargs)
+
+
+def _below(box):
+    return ((box[0] + box[2]) / 2, box[1])
+
+
+def _above(box):
+    return ((box[0] + box[2]) / 2, box[3])
+
+
+def _down(canvas, upper, lower, label=None, side="right"):
+    canvas.arrow(_below(upper), _above(lower), label, side=side)
+
+
+def _shape(letters, sizes):
+    """``(T, D) = (6, 3)``: a shape in the chapters' letters and in numbers."""
+    return f"({', '.join(letters)}) = {tuple(int(s) for s in sizes)}"
+
+
+def _table(tokens, values):
+    """Tokens over their values, in aligned columns (for a fixed-width font)."""
+    width = max(6, *(len(t) + 1 for t in tokens))
+    return (
+        "".join(f"{t:>{width}}" for t in tokens)
+        + "\n"
+        + "".join(f"{v:>{width}.2f}" for v in values)
+    )
+
+
+def _numbers(values):
+    return "  ".join(f"{v:.2f}" for v in values)
+
+
+def diagram_text(fig):
+    """Every line of text written on a diagram, in the order drawn.
+
+    Introduced in Chapter 1.
+    """
+    return [
+        line for ax in fig.axes for t in ax.texts for line in t.get_text().split("\n")
+    ]
+
+
+def _matrix_of(tensor, name, ndim, letters):
+    tensor = require_tensor(tensor, name)
+    if tensor.ndim != ndim:
+        raise ValueError(
+            f"{name} must have shape ({', '.join(letters)}), {ndim}-D, got shape "
+            f"{tuple(tensor.shape)}"
+        )
+    return tensor.detach().to("cpu", torch.float64)
+
+
+def _step_heights(steps):
+    return [
+        0.44 + 0.2 * detail.count("\n") + 0.2 if detail else 0.42
+        for _, detail, _, _ in steps
+    ]
+
+
+_GAP = 0.28  # between two boxes of a column
+
+
+def _flow(steps, *, header=0.0):
+    """A column of boxes joined by arrows, top to bottom, under ``header`` inches
+    left free for other boxes; returns the canvas and the column's boxes.
+
+    ``steps`` holds ``(text, detail, kind, stack)``: ``detail`` (or None) is written
+    under ``text`` in a fixed-width font, ``kind`` is "tensor", "operation" or
+    "highlight", and ``stack`` > 1 draws copies behind the box (one per head).
+    """
+    heights = _step_heights(steps)
+    total = header + sum(heights) + _GAP * (len(steps) - 1) + 0.3
+    canvas = _Canvas(WIDTH, total)
+    y, boxes = total - header - 0.15, []
+    for (text, detail, kind, stack), height in zip(steps, heights, strict=True):
+        centre = y - height / 2
+        width = 4.0 if kind == "tensor" else 4.4
+        for layer in range(min(stack, 4) - 1, 0, -1):  # the other heads, behind
+            offset = 0.06 * layer
+            canvas.ax.add_patch(
+                FancyBboxPatch(
+                    (WIDTH / 2 - width / 2 + offset, centre - height / 2 + offset),
+                    width,
+                    height,
+                    boxstyle="square,pad=0.02",
+                    facecolor=TENSOR_FILL,
+                    edgecolor=TENSOR_EDGE,
+                    lw=1,
+                )
+            )
+        box = canvas.box(
+            WIDTH / 2,
+            centre,
+            text,
+            detail=detail,
+            kind=kind,
+            width=width,
+            height=height,
+        )
+        if boxes:
+            _down(canvas, boxes[-1], box)
+        boxes.append(box)
+        y -= height + _GAP
+    return canvas, boxes
+
+
+# --- Chapter 1 ---------------------------------------------------------------------
+
+
+def query_pipeline(tokens, X, query):
+    """One query's path, with the numbers: scores, softmax, weighted sum.
+
+    Introduced in Chapter 1.
+
+    Parameters
+    ----------
+    tokens : sequence of str
+        One token per row of ``X``.
+    X : torch.Tensor
+        The embeddings, one row per token: shape (T, D).
+    query : int or str
+        The query token, by position or by its text.
+
+    Examples
+    --------
+    >>> from attn_course import hello_shiny_sun
+    >>> tokens, X = hello_shiny_sun()
+    >>> fig = query_pipeline(tokens, X, "shiny")
+    >>> "scores  (T,) = (3,)" in diagram_text(fig)
+    True
+    """
+    X = _matrix_of(X, "X", 2, "TD")
+    tokens = list(require_tokens(tokens, X.shape[0]))
+    if isinstance(query, str):
+        if query not in tokens:
+            raise ValueError(f"query {query!r} is not one of the tokens {tokens}")
+        index = tokens.index(query)
+    else:
+        index = require_int(query, "query", minimum=0)
+        if index >= len(tokens):
+            raise ValueError(
+                f"query must be a position below T={len(tokens)}, got {index}"
+            )
+    T, D = X.shape
+    scores = X @ X[index]
+    weights = torch.softmax(scores, dim=-1)
+    context = weights @ X
+    steps = [
+        ("dot product with every row: X @ x", None, "operation", 1),
+        (f"scores  (T,) = ({T},)", _table(tokens, scores), "tensor", 1),
+        ("softmax: exp, then divide by the sum", None, "operation", 1),
+        (
+            f"weights  (T,) = ({T},), sum = {weights.sum():.2f}",
+            _table(tokens, weights),
+            "tensor",
+            1,
+        ),
+        ("weighted sum of the rows: weights @ X", None, "operation", 1),
+        (f"context z  (D,) = ({D},)", _numbers(context), "tensor", 1),
+    ]
+    canvas, boxes = _flow(steps, header=1.0)
+    top = canvas.ax.get_ylim()[1] - 0.5
+    row = canvas.box(
+        1.13, top, "X: every token", detail=_shape("TD", (T, D)), width=2.15, height=0.7
+    )
+    query_box = canvas.box(
+        3.47,
+        top,
+        f"query x = X[{index}]",
+        detail=f'"{tokens[index]}"  (D,) = ({D},)',
+        width=2.15,
+        height=0.7,
+    )
+    first = _above(boxes[0])
+    canvas.arrow(_below(row), (first[0] - 0.8, first[1]))
+    canvas.arrow(_below(query_box), (first[0] + 0.8, first[1]))
+    return canvas.fig
+
+
+# --- Chapter 2 ---------------------------------------------------------------------
+
+
+def self_attention(X, d_out):
+    """Self-attention with trainable weights: X -> Q, K, V -> scores -> weights -> Z.
+
+    Introduced in Chapter 2.
+
+    Parameters
+    ----------
+    X : torch.Tensor
+        The inputs, one row per token: shape (T, d_in).
+    d_out : int
+        Width of the queries, keys and values.
+
+    Examples
+    --------
+    >>> fig = self_attention(torch.zeros(6, 3), 2)
+    >>> "Q = X W_query" in diagram_text(fig)
+    True
+    """
+    X = _matrix_of(X, "X", 2, ("T", "d_in"))
+    d_out = require_int(d_out, "d_out")
+    T, d_in = X.shape
+    canvas = _Canvas(WIDTH, 7.3)
+    top = canvas.box(
+        WIDTH / 2,
+        6.95,
+        "X: the inputs",
+        detail=_shape(("T", "d_in"), (T, d_in)),
+        width=2.6,
+        height=0.65,
+    )
+    columns = {"Q": 0.77, "K": 2.3, "V": 3.83}
+    projected = {}
+    for name, x in columns.items():
+        full = {"Q": "query", "K": "key", "V": "value"}[name]
+        weight = canvas.box(
+            x,
+            5.8,
+            f"@ W_{full}",
+            detail=f"(d_in, d_out)\n= {(d_in, d_out)}",
+            kind="operation",
+            width=1.45,
+            height=0.9,
+        )
+        canvas.arrow(_below(top), _above(weight))
+        projected[name] = canvas.box(
+            x,
+            4.55,
+            f"{name} = X W_{full}",
+            detail=f"(T, d_out)\n= {(T, d_out)}",
+            width=1.45,
+            height=0.9,
+        )
+        _down(canvas, weight, projected[name])
+    scores_op = canvas.box(
+        1.55, 3.5, "Q Kᵀ / √d_k", kind="operation", width=2.0, height=0.45
+    )
+    canvas.arrow(_below(projected["Q"]), (1.1, _above(scores_op)[1]))
+    canvas.arrow(_below(projected["K"]), (2.0, _above(scores_op)[1]))
+    scores = canvas.box(
+        1.55, 2.75, "scores", detail=_shape("TT", (T, T)), width=2.0, height=0.65
+    )
+    _down(canvas, scores_op, scores)
+    soft = canvas.box(
+        1.55, 1.95, "softmax of each row", kind="operation", width=2.0, height=0.45
+    )
+    _down(canvas, scores, soft)
+    weights = canvas.box(
+        1.55, 1.15, "weights A", detail=_shape("TT", (T, T)), width=2.0, height=0.65
+    )
+    _down(canvas, soft, weights)
+    out = canvas.box(
+        3.3,
+        0.35,
+        "Z = A V",
+        detail=_shape(("T", "d_out"), (T, d_out)),
+        width=2.3,
+        height=0.65,
+    )
+    canvas.arrow(_below(weights), (out[0], (out[1] + out[3]) / 2))
+    canvas.arrow(_below(projected["V"]), (3.83, _above(out)[1]))
+    return canvas.fig
+
+
+# --- Chapter 3 ---------------------------------------------------------------------
+
+
+def _grid(
+    canvas,
+    left,
+    top,
+    matrix,
+    title,
+    *,
+    cell=0.36,
+    blocked=None,
+    fmt="{:.2f}",
+    blocked_label="−∞",
+):
+    """A matrix as coloured cells under a title; blocked cells grey, labelled
+    ``blocked_label``."""
+    import matplotlib
+
+    rows, cols = matrix.shape
+    cmap = matplotlib.colormaps["Blues"]
+    finite = matrix[torch.isfinite(matrix)]
+    low = min(0.0, float(finite.min())) if finite.numel() else 0.0
+    high = max(1.0, float(finite.max())) if finite.numel() else 1.0
+    norm = matplotlib.colors.Normalize(low, high)
+    canvas.text(left + cols * cell / 2, top + 0.08, title, ha="center", va="bottom")
+    for r in range(rows):
+        for c in range(cols):
+            x, y = left + c * cell, top - (r + 1) * cell
+            value = float(matrix[r, c])
+            is_blocked = blocked is not None and bool(blocked[r, c])
+            colour = "#9a9a9a" if is_blocked else cmap(norm(value))
+            canvas.ax.add_patch(
+                FancyBboxPatch(
+                    (x, y),
+                    cell,
+                    cell,
+                    boxstyle="square,pad=0",
+                    facecolor=colour,
+                    edgecolor="white",
+                    lw=1,
+                )
+            )
+            if is_blocked:
+                label, ink = blocked_label, "black"
+            elif not math.isfinite(value):
+                label, ink = "−∞", "black"
+            else:
+                label, ink = fmt.format(value), _text_colour(cmap, norm, value)
+            canvas.text(
+                x + cell / 2,
+                y + cell / 2,
+                label,
+                ha="center",
+                va="center",
+                fontsize=7.5,
+                color=ink,
+            )
+    return (left, top - rows * cell, left + cols * cell, top)
+
+
+def causal_mask(scores):
+    """The causal mask laid over the scores before the softmax.
+
+    Introduced in Chapter 3.
+
+    Four panels: the scores, the mask (which keys each query may see), the scores
+    with the blocked entries set to −∞, and the weights after the softmax.
+
+    Parameters
+    ----------
+    scores : torch.Tensor
+        Attention scores of one sequence: shape (T, T).
+    """
+    scores = _matrix_of(scores, "scores", 2, "TT")
+    T = scores.shape[0]
+    if scores.shape[1] != T:
+        raise ValueError(
+            f"scores must be square, (T, T), got shape {tuple(scores.shape)}"
+        )
+    allowed = torch.ones(T, T, dtype=torch.bool).tril()
+    masked = scores.masked_fill(~allowed, float("-inf"))
+    weights = torch.softmax(masked, dim=-1)
+    cell = min(0.3, 1.8 / T)
+    side = T * cell
+    gap = WIDTH - 2 * side - 0.3
+    height = 2 * side + 1.6
+    canvas = _Canvas(WIDTH, height)
+    left1, left2 = 0.15, 0.15 + side + gap
+    top1, top2 = height - 0.4, height - side - 1.1
+    a = _grid(canvas, left1, top1, scores, f"scores {_shape('TT', (T, T))}", cell=cell)
+    keep = torch.where(allowed, 1.0, 0.0).double()
+    b = _grid(
+        canvas,
+        left2,
+        top1,
+        keep,
+        "mask: 1 = may attend",
+        cell=cell,
+        blocked=~allowed,
+        fmt="{:.0f}",
+        blocked_label="0",
+    )
+    c = _grid(canvas, left1, top2, masked, "masked scores", cell=cell, blocked=~allowed)
+    d = _grid(canvas, left2, top2, weights, "weights (rows sum to 1)", cell=cell)
+    canvas.arrow(
+        _below(a),
+        (_above(c)[0], _above(c)[1] + 0.35),
+        "−∞ where\nmask = 0",
+        side="left",
+    )
+    canvas.arrow((b[0], b[1]), (c[2], c[3] + 0.3))
+    canvas.arrow((c[2] + 0.05, (c[1] + c[3]) / 2), (d[0] - 0.05, (d[1] + d[3]) / 2))
+    canvas.text(
+        (c[2] + d[0]) / 2,
+        (c[1] + c[3]) / 2 + 0.12,
+        "softmax",
+        ha="center",
+        va="bottom",
+        style="italic",
+        fontsize=FONT_SIZE - 1,
+    )
+    return canvas.fig
+
+
+# --- Chapter 4 ---------------------------------------------------------------------
+
+
+def dropout_placement(T, d_out, p):
+    """Where dropout sits: on the attention weights, after the softmax.
+
+    Introduced in Chapter 4.
+
+    Parameters
+    ----------
+    T : int
+        Tokens in the sequence.
+    d_out : int
+        Width of the values and of the context vectors.
+    p : float
+        The dropout probability, in [0, 1).
+    """
+    T = require_int(T, "T")
+    d_out = require_int(d_out, "d_out")
+    p = require_probability(p, "p")
+    steps = [
+        ("scores = Q Kᵀ / √d_k", _shape("TT", (T, T)), "tensor", 1),
+        ("causal mask, then softmax of each row", None, "operation", 1),
+        ("weights, rows sum to 1", _shape("TT", (T, T)), "tensor", 1),
+        (
+            f"dropout, p = {p:g}",
+            f"zero each weight with probability {p:g},\n"
+            f"scale the kept ones by 1/(1 − p) = {1 / (1 - p):g}",
+            "highlight",
+            1,
+        ),
+        ("dropped weights (training only)", _shape("TT", (T, T)), "tensor", 1),
+        ("@ V, the values", _shape(("T", "d_out"), (T, d_out)), "operation", 1),
+        ("context", _shape(("T", "d_out"), (T, d_out)), "tensor", 1),
+    ]
+    return _flow(steps)[0].fig
+
+
+# --- Chapter 5 ---------------------------------------------------------------------
+
+
+def multi_head(x, num_heads, d_out):
+    """Multi-head attention's shapes: split into heads, attend, merge, out_proj.
+
+    Introduced in Chapter 5.
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        A batch of inputs: shape (B, T, d_in).
+    num_heads : int
+        Heads H; ``d_out`` must be divisible by it.
+    d_out : int
+        Width D of the queries, keys, values and output.
+    """
+    x = _matrix_of(x, "x", 3, ("B", "T", "d_in"))
+    H = require_int(num_heads, "num_heads")
+    D = require_int(d_out, "d_out")
+    if D % H:
+        raise ValueError(
+            f"d_out must be divisible by num_heads, got d_out={D}, num_heads={H}"
+        )
+    B, T, d_in = x.shape
+    d = D // H
+    steps = [
+        ("x: the inputs", _shape(("B", "T", "d_in"), (B, T, d_in)), "tensor", 1),
+        ("@ W_query, W_key, W_value", f"each (d_in, D) = {(d_in, D)}", "operation", 1),
+        ("Q, K, V", _shape(("B", "T", "D"), (B, T, D)), "tensor", 1),
+        (
+            "split D = H · d: .view(B, T, H, d)",
+            f"H = {H} heads of width d = {d}",
+            "operation",
+            1,
+        ),
+        ("Q, K, V per head", _shape(("B", "T", "H", "d"), (B, T, H, d)), "tensor", 1),
+        (".transpose(1, 2): heads first", None, "operation", 1),
+        ("Q, K, V", _shape(("B", "H", "T", "d"), (B, H, T, d)), "tensor", H),
+        (
+            "attention in every head at once",
+            "weights " + _shape(("B", "H", "T", "T"), (B, H, T, T)),
+            "highlight",
+            H,
+        ),
+        ("context per head", _shape(("B", "H", "T", "d"), (B, H, T, d)), "tensor", H),
+        (
+            ".transpose(1, 2), .view(B, T, D)",
+            "the heads side by side again",
+            "operation",
+            1,
+        ),
+        ("merged", _shape(("B", "T", "D"), (B, T, D)), "tensor", 1),
+        (
+            "out_proj: a (D, D) linear layer",
+            "mixes what the heads found",
+            "operation",
+            1,
+        ),
+        ("output", _shape(("B", "T", "D"), (B, T, D)), "tensor", 1),
+    ]
+    return _flow(steps)[0].fig
+
+
+# --- Chapter 6 ---------------------------------------------------------------------
+
+
+def encoder_decoder(source, target, d_model, num_heads, vocab_size):
+    """The encoder-decoder transformer: where Q, K and V come from in each of its
+    three kinds of attention, with the shapes of one batch.
+
+    Introduced in Chapter 6.
+
+    Parameters
+    ----------
+    source : torch.Tensor
+        Source token ids: shape (B, T_s).
+    target : torch.Tensor
+        Target token ids given to the decoder: shape (B, T_t).
+    d_model : int
+        Width D of every token vector.
+    num_heads : int
+        Heads H of every attention layer.
+    vocab_size : int
+        Tokens of the target vocabulary: one logit each.
+
+    Examples
+    --------
+    >>> fig = encoder_decoder(torch.zeros(2, 7), torch.zeros(2, 5), 64, 4, 30)
+    >>> "= (2, 5, 30)" in diagram_text(fig)  # the logits (B, T_t, vocab_size)
+    True
+    """
+    source = require_tensor(source, "source")
+    target = require_tensor(target, "target")
+    for name, ids, letters in (
+        ("source", source, "B, T_s"),
+        ("target", target, "B, T_t"),
+    ):
+        if ids.ndim != 2:
+            raise ValueError(
+                f"{name} must hold token ids of shape ({letters}), 2-D, got "
+                f"shape {tuple(ids.shape)}"
+            )
+    if source.shape[0] != target.shape[0]:
+        raise ValueError(
+            f"source and target must hold the same number of sentences B, got "
+            f"{source.shape[0]} and {target.shape[0]}"
+        )
+    D = require_int(d_model, "d_model")
+    H = require_int(num_heads, "num_heads")
+    V = require_int(vocab_size, "vocab_size")
+    (B, S), T = source.shape, target.shape[1]
+
+    def shape(letters, sizes):  # two lines: the boxes are narrow
+        return _shape(letters, sizes).replace(" = ", "\n= ")
+
+    canvas = _Canvas(WIDTH, 7.5)
+    enc_x, dec_x, w = 1.12, 3.48, 2.15
+    canvas.text(enc_x, 7.3, "encoder", ha="center", va="center", weight="bold")
+    canvas.text(dec_x, 7.3, "decoder", ha="center", va="center", weight="bold")
+    attention = {}
+    for x, side, letter, length, kind in (
+        (enc_x, "source", "T_s", S, "self-attention"),
+        (dec_x, "target", "T_t", T, "masked self-attn."),
+    ):
+        ids = canvas.box(
+            x,
+            6.7,
+            f"{side} ids",
+            detail=shape(("B", letter), (B, length)),
+            width=w,
+            height=0.8,
+        )
+        embedded = canvas.box(
+            x,
+            5.6,
+            "embedded",
+            detail=shape(("B", letter, "D"), (B, length, D)),
+            width=w,
+            height=0.8,
+        )
+        attention[side] = canvas.box(
+            x,
+            4.35,
+            f"{kind}\nQ, K, V: {side}",
+            kind="operation",
+            width=w,
+            height=0.9,
+            detail=f"weights {(B, H, length, length)}",
+        )
+        _down(canvas, ids, embedded)
+        _down(canvas, embedded, attention[side])
+    enc_self, dec_self = attention["source"], attention["target"]
+    memory = canvas.box(
+        enc_x,
+        2.65,
+        "encoder output\n(the memory)",
+        detail=shape(("B", "T_s", "D"), (B, S, D)),
+        width=w,
+        height=1.1,
+    )
+    canvas.arrow(_below(enc_self), _above(memory), "+ feed-\nforward", side="right")
+    cross = canvas.box(
+        dec_x,
+        2.65,
+        "cross-attention\nQ: target\nK, V: memory",
+        kind="highlight",
+        width=w,
+        height=1.15,
+        detail=f"weights {(B, H, T, S)}",
+    )
+    _down(canvas, dec_self, cross)
+    middle = (memory[1] + memory[3]) / 2
+    canvas.arrow((memory[2], middle), (cross[0], middle))
+    logits = canvas.box(
+        dec_x,
+        0.6,
+        "+ feed-forward,\nlinear: logits",
+        detail=shape(("B", "T_t", "vocab_size"), (B, T, V)),
+        width=w,
+        height=1.15,
+    )
+    _down(canvas, cross, logits)
+    canvas.text(
+        enc_x,
+        0.75,
+        f"D = {D}, H = {H}\nEach layer repeats;\n"
+        "the decoder reads\nthe last encoder layer.",
+        ha="center",
+        va="center",
+        fontsize=FONT_SIZE - 1,
+    )
+    return canvas.fig

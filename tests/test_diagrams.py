@@ -1,0 +1,119 @@
+"""Tests for attn_course.diagrams: the labels come from the tensors, bad input is
+told clearly, and every diagram fits a phone-friendly width."""
+
+import pytest
+import torch
+
+from attn_course import diagrams, hello_shiny_sun, your_journey
+from attn_course.plot import _png_width
+
+
+def text(fig):
+    return diagrams.diagram_text(fig)
+
+
+def test_query_pipeline_shows_the_numbers_it_computes():
+    tokens, X = hello_shiny_sun()
+    fig = diagrams.query_pipeline(tokens, X, "shiny")
+    weights = torch.softmax(X @ X[1], dim=-1)
+    lines = text(fig)
+    assert "(T, D) = (3, 3)" in lines
+    assert "".join(f"{w:>6.2f}" for w in weights.tolist()) in lines
+    assert any(f"{v:.2f}" in " ".join(lines) for v in (weights @ X).tolist())
+    # by position or by text, the same query
+    assert text(diagrams.query_pipeline(tokens, X, 1)) == lines
+
+
+def test_self_attention_labels_follow_the_shapes():
+    lines = text(diagrams.self_attention(torch.zeros(5, 4), 3))
+    assert "(T, d_in) = (5, 4)" in lines
+    assert "(T, T) = (5, 5)" in lines
+    assert "(T, d_out) = (5, 3)" in lines
+    assert {"Q = X W_query", "K = X W_key", "V = X W_value"} <= set(lines)
+
+
+def test_causal_mask_blocks_exactly_the_future():
+    _, X = your_journey()
+    lines = text(diagrams.causal_mask(X @ X.T))
+    T = 6
+    assert "scores (T, T) = (6, 6)" in lines
+    assert lines.count("−∞") == T * (T - 1) // 2  # in the masked scores only
+    assert lines.count("0") == T * (T - 1) // 2  # blocked cells of the mask
+
+
+def test_dropout_and_multi_head_and_encoder_decoder_shapes():
+    lines = text(diagrams.dropout_placement(4, 2, 0.1))
+    assert lines[lines.index("weights, rows sum to 1") + 1] == "(T, T) = (4, 4)"
+    assert "dropout, p = 0.1" in lines
+    lines = text(diagrams.multi_head(torch.zeros(2, 6, 3), num_heads=2, d_out=4))
+    assert "(B, H, T, d) = (2, 2, 6, 2)" in lines
+    assert "weights (B, H, T, T) = (2, 2, 6, 6)" in lines
+    source = torch.zeros(3, 7, dtype=torch.long)
+    target = torch.zeros(3, 5, dtype=torch.long)
+    lines = text(
+        diagrams.encoder_decoder(source, target, d_model=8, num_heads=2, vocab_size=30)
+    )
+    assert "weights (3, 2, 5, 7)" in lines  # cross-attention: (B, H, T, S)
+    assert "(B, T_s, D)" in lines and "= (3, 7, 8)" in lines
+
+
+@pytest.mark.parametrize(
+    "call, error, words",
+    [
+        (
+            lambda: diagrams.query_pipeline(["a"], torch.zeros(2, 3), 0),
+            ValueError,
+            "token",
+        ),
+        (
+            lambda: diagrams.query_pipeline(["a", "b"], torch.zeros(2, 3), "c"),
+            ValueError,
+            "'c'",
+        ),
+        (lambda: diagrams.self_attention([[1.0]], 2), TypeError, "torch.Tensor"),
+        (lambda: diagrams.causal_mask(torch.zeros(2, 3)), ValueError, "square"),
+        (lambda: diagrams.dropout_placement(4, 2, 1.5), ValueError, "p"),
+        (
+            lambda: diagrams.multi_head(torch.zeros(2, 6, 3), 3, 4),
+            ValueError,
+            "divisible",
+        ),
+        (
+            lambda: diagrams.encoder_decoder(
+                torch.zeros(2, 7),
+                torch.zeros(3, 5),
+                d_model=8,
+                num_heads=2,
+                vocab_size=9,
+            ),
+            ValueError,
+            "same number of sentences",
+        ),
+    ],
+)
+def test_bad_input_is_told_clearly(call, error, words):
+    with pytest.raises(error, match=words):
+        call()
+
+
+def test_every_diagram_is_sharp_and_fits_a_phone():
+    tokens, X = your_journey()
+    figures = [
+        diagrams.query_pipeline(tokens, X, 1),
+        diagrams.self_attention(X, 2),
+        diagrams.causal_mask(X @ X.T),
+        diagrams.dropout_placement(6, 2, 0.5),
+        diagrams.multi_head(X[None], 2, 4),
+        diagrams.encoder_decoder(
+            torch.zeros(1, 6, dtype=torch.long),
+            torch.zeros(1, 4, dtype=torch.long),
+            8,
+            2,
+            30,
+        ),
+    ]
+    for fig in figures:
+        png, metadata = fig._repr_png_()
+        assert _png_width(png) >= 2 * metadata["width"]
+        # a 390 px phone shows 342 px of it: at least 70 %, 11-point text >= 10 px
+        assert metadata["width"] <= 342 / 0.7
