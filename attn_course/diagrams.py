@@ -522,18 +522,18 @@ def causal_mask(scores):
         left2,
         top1,
         keep,
-        "mask: 1 = may attend",
+        "mask: T = may attend",
         cell=cell,
         blocked=~allowed,
-        fmt="{:.0f}",
-        blocked_label="0",
+        fmt="T",
+        blocked_label="F",
     )
     c = _grid(canvas, left1, top2, masked, "masked scores", cell=cell, blocked=~allowed)
     d = _grid(canvas, left2, top2, weights, "weights (rows sum to 1)", cell=cell)
     canvas.arrow(
         _below(a),
         (_above(c)[0], _above(c)[1] + 0.35),
-        "−∞ where\nmask = 0",
+        "−∞ where\nmask = F",
         side="left",
     )
     canvas.arrow((b[0], b[1]), (c[2], c[3] + 0.3))
@@ -635,8 +635,8 @@ def multi_head(x, num_heads, d_out):
         ),
         ("context per head", _shape(("B", "H", "T", "d"), (B, H, T, d)), "tensor", H),
         (
-            ".transpose(1, 2), .view(B, T, D)",
-            "the heads side by side again",
+            ".transpose(1, 2).contiguous()",
+            ".view(B, T, D): the heads side by side",
             "operation",
             1,
         ),

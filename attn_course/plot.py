@@ -25,6 +25,7 @@ from __future__ import annotations
 import io
 import math
 import struct
+import textwrap
 from collections.abc import Iterator, Sequence
 
 import matplotlib
@@ -542,8 +543,18 @@ def _draw_panels(
             ax.set_xlabel(xlabels[i])
         if ylabels[i] is not None:
             ax.set_ylabel(ylabels[i])
-        ax.set_title(f"weights[{i}]" if titles[i] is None else str(titles[i]))
+        title = f"weights[{i}]" if titles[i] is None else str(titles[i])
+        ax.set_title(_wrap_title(title, ax))
     axes[0].figure.colorbar(image, ax=axes, shrink=0.85)
+
+
+def _wrap_title(title, ax):
+    """``title`` broken into lines no wider than its panel, so that the titles of
+    neighbouring panels never run into each other."""
+    width = ax.get_position().width * ax.figure.get_figwidth()  # inches
+    points = ax.title.get_fontsize()
+    characters = max(12, int(width * 72 / (0.55 * points)))
+    return "\n".join(textwrap.wrap(title, characters)) or title
 
 
 def heatmap_grid(
@@ -571,7 +582,8 @@ def heatmap_grid(
     query_tokens, key_tokens : sequence of str, optional
         Row and column labels shared by all panels, as in :func:`attention_heatmap`.
     ncols : int, optional
-        Panels per row; ``None`` puts up to 3 in a row.
+        Panels per row; ``None`` puts as many in a row as fit the text column
+        at a readable size, at most 3.
     annotate : bool, default False
         Write each value in its cell.
     suptitle : str, optional
@@ -612,13 +624,16 @@ def heatmap_grid(
     count = len(matrices)
     example = f", e.g. titles=[f'head {{h}}' for h in range({count})]"
     titles = _per_panel(titles, count, "titles", panels="matrices", example=example)
-    ncols, nrows = _grid_shape(count, ncols, default=3)
     labels = _shared_labels(matrices, query_tokens, key_tokens)
-
     T_q = max(m.shape[0] for m in matrices)
     T_k = max(m.shape[1] for m in matrices)
-    panel_width = max(2.0, 1.0 + 0.38 * T_k)
-    panel_height = max(2.0, 1.0 + 0.38 * T_q)
+    # Cells wide enough for their numbers; as many panels in a row as fit the column
+    # at this size (at most 3), so that nothing has to be shrunk to fit.
+    cell = 0.34 if annotate else 0.28
+    panel_width = max(2.0, 1.0 + cell * T_k)
+    panel_height = max(2.0, 1.0 + cell * T_q)
+    fits = int((MAX_WIDTH_INCHES - 0.8) // panel_width)
+    ncols, nrows = _grid_shape(count, ncols, default=max(1, min(3, fits)))
     fig = _new_figure(
         min(18.0, ncols * panel_width + 1.0),
         min(16.0, nrows * panel_height + (0.4 if suptitle else 0.0)),
@@ -964,13 +979,14 @@ def heatmap_panels(
     suptitle=None,
     cmap="Blues",
 ):
-    """Draw attention matrices of *different* shapes and tokens in one row.
+    """Draw attention matrices of *different* shapes and tokens side by side.
 
     :func:`heatmap_grid` shares one set of tokens between all panels; this helper
     gives each panel its own, so that encoder self-attention (source x source),
     decoder self-attention (target x target) and cross-attention (target x source)
     can stand side by side. All panels share one colour scale and one colorbar, and
-    each panel is as wide as its number of keys. Introduced in Chapter 5.
+    each panel is as wide as its number of keys. Panels too wide to stand side by
+    side in the text column stand one under another. Introduced in Chapter 5.
 
     Parameters
     ----------
@@ -1044,12 +1060,30 @@ def heatmap_panels(
     labels = _panel_labels(matrices, rows, cols)
 
     widths = [m.shape[1] for m in matrices]
-    T_q = max(m.shape[0] for m in matrices)
-    fig = _new_figure(
-        min(18.0, 0.45 * sum(widths) + 1.3 * count + 1.0),
-        min(12.0, 0.45 * T_q + 1.8 + (0.4 if suptitle else 0.0)),
-    )
-    axes = _panel_axes(fig, count, 1, count, suptitle=suptitle, width_ratios=widths)
+    heights = [m.shape[0] for m in matrices]
+    extra = 0.4 if suptitle else 0.0
+    # Side by side with cells of 0.45 inches, narrower (down to 0.3) where that fits
+    # the text column; wider panels go one under another, so tick labels never collide.
+    cell = min(0.45, (MAX_WIDTH_INCHES - 1.3 * count - 1.0) / sum(widths))
+    if cell >= 0.3 or count == 1:
+        fig = _new_figure(
+            cell * sum(widths) + 1.3 * count + 1.0, cell * max(heights) + 1.8 + extra
+        )
+        axes = _panel_axes(fig, count, 1, count, suptitle=suptitle, width_ratios=widths)
+    else:
+        cell = min(0.45, (MAX_WIDTH_INCHES - 2.3) / max(widths))
+        fig = _new_figure(
+            cell * max(widths) + 2.3,
+            sum(cell * rows + 1.7 for rows in heights) + extra,
+        )
+        axes = _panel_axes(
+            fig,
+            count,
+            count,
+            1,
+            suptitle=suptitle,
+            height_ratios=[cell * rows + 1.7 for rows in heights],
+        )
     names = (titles, xlabels, ylabels)
     _draw_panels(axes, matrices, labels, names, cmap, annotate=annotate, fmt=fmt)
     return fig

@@ -38,7 +38,8 @@ def test_causal_mask_blocks_exactly_the_future():
     T = 6
     assert "scores (T, T) = (6, 6)" in lines
     assert lines.count("−∞") == T * (T - 1) // 2  # in the masked scores only
-    assert lines.count("0") == T * (T - 1) // 2  # blocked cells of the mask
+    assert lines.count("F") == T * (T - 1) // 2  # blocked cells of the mask
+    assert lines.count("T") == T * (T + 1) // 2
 
 
 def test_dropout_and_multi_head_and_encoder_decoder_shapes():
