@@ -33,6 +33,12 @@ CHAPTERS = ROOT / "chapters"
 TABLES = chapters()
 
 
+# The kernels' environment, read once here in the main thread: the notebooks run in
+# worker threads, and copying os.environ there can race with pytest, which sets and
+# removes PYTEST_CURRENT_TEST in the main thread around every test.
+KERNEL_ENV = {**os.environ, **EXECUTION_ENV}
+
+
 def _rounds(answers):
     """The answer sources of each run: ``{"right": {...}, "wrong 1": {...}, ...}``."""
     count = max(len(a.wrong) for a in answers.values())
@@ -54,7 +60,7 @@ def _execute(name, sources):
         resources={"metadata": {"path": str(CHAPTERS)}},
         allow_errors=True,
     )
-    client.execute(env={**os.environ, **EXECUTION_ENV})
+    client.execute(env=KERNEL_ENV)
     return notebook
 
 
