@@ -15,6 +15,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
 BOOK_FLAGS := -W -n --keep-going
+WORKFLOWS := $(sort $(wildcard .github/workflows/*.yml))
 export PYTHONHASHSEED := 0
 
 .PHONY: all book book-all test lint unit nbval exercises site-check screenshots lab outputs \
@@ -42,9 +43,12 @@ book-all: $(STAMP)
 	$(BIN)/jupyter-book build . --all $(BOOK_FLAGS)
 	@echo "The website is at $(CURDIR)/_build/html/index.html"
 
+# ruff, and the GitHub Actions workflows checked against the workflow schema that
+# check-jsonschema ships (no network needed).
 lint: $(STAMP)
 	$(BIN)/ruff check attn_course tests tools chapters
 	$(BIN)/ruff format --check attn_course tests tools
+	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows $(WORKFLOWS)
 
 unit: $(STAMP)
 	$(BIN)/pytest

@@ -14,6 +14,11 @@ modules
     ``MultiHeadAttention`` and ``CrossAttention``, and ``ShapeTracer``.
 translation
     A toy English -> German translation task generated in code (Chapter 6).
+positions
+    Sinusoidal positions (Chapter 6), RoPE in both pair layouts and ALiBi (Chapter 7).
+order_task
+    Chapter 7's order-dependent task (copy the previous token) and its training and
+    per-position accuracy.
 seq2seq
     A small encoder-decoder transformer, greedy decoding and training (Chapter 6).
 data
@@ -23,6 +28,9 @@ walkthrough
     lets through (Chapter 3): the pure computations behind the explorers.
 plot
     Attention heatmaps and bar charts; every helper returns a ``Figure``.
+diagrams
+    How data flows through attention, one diagram per chapter, drawn from the
+    chapter's tensors (Chapters 1-7).
 explorer
     ipywidgets apps on top of ``walkthrough`` and ``plot``: query choice and
     softmax temperature (Chapter 1), mask conventions (Chapter 3). The only module
@@ -33,10 +41,11 @@ shapes
     The glossary of the letters every docstring's ``Shapes`` section uses.
 
 The modules import only downwards, with no cycle (a test checks it): ``_validate``,
-``shapes``, ``data``, ``masks`` and ``translation`` import nothing of the package;
-``functional`` builds on ``masks``; ``modules`` and ``walkthrough`` on
-``functional``; ``seq2seq`` on ``modules``; ``plot`` draws what ``walkthrough``
-computes; ``checks`` use all of these; ``explorer`` comes last.
+``shapes``, ``data``, ``masks``, ``translation``, ``positions`` and ``order_task``
+import nothing of the package but ``_validate``; ``functional`` builds on ``masks``;
+``modules`` and ``walkthrough`` on ``functional``; ``seq2seq`` on ``modules`` and
+``positions``; ``plot`` draws what ``walkthrough`` computes and ``diagrams`` uses
+``plot``'s figures; ``checks`` use all of these; ``explorer`` comes last.
 """
 
 from . import (
@@ -47,7 +56,9 @@ from . import (
     functional,
     masks,
     modules,
+    order_task,
     plot,
+    positions,
     seq2seq,
     shapes,
     translation,
@@ -70,6 +81,13 @@ from .modules import (
     SelfAttentionV2,
     ShapeTracer,
 )
+from .positions import (
+    alibi_bias,
+    alibi_slopes,
+    apply_rope,
+    rope_permutation,
+    sinusoidal_positions,
+)
 from .seq2seq import Seq2SeqConfig, Seq2SeqTransformer
 
 __all__ = [
@@ -83,6 +101,9 @@ __all__ = [
     "Seq2SeqTransformer",
     "ShapeTracer",
     "ToySentence",
+    "alibi_bias",
+    "alibi_slopes",
+    "apply_rope",
     "causal_mask",
     "checks",
     "data",
@@ -93,11 +114,15 @@ __all__ = [
     "key_padding_to_attn_mask",
     "masks",
     "modules",
+    "order_task",
     "padding_mask",
     "plot",
+    "positions",
+    "rope_permutation",
     "scaled_dot_product_attention",
     "seq2seq",
     "shapes",
+    "sinusoidal_positions",
     "to_additive_mask",
     "translation",
     "walkthrough",

@@ -17,6 +17,7 @@ function                   chapter     shows
 :func:`dropout_placement`  4           dropout on the weights, after the softmax
 :func:`multi_head`         5           split into heads, attend, merge, out_proj
 :func:`encoder_decoder`    6           where Q, K and V come from in each attention
+:func:`position_methods`   7           where each kind of position enters attention
 =========================  ==========  ===================================
 
 Each returns a :class:`matplotlib.figure.Figure`; ``diagram_text(fig)`` lists the
@@ -48,6 +49,7 @@ __all__ = [
     "dropout_placement",
     "encoder_decoder",
     "multi_head",
+    "position_methods",
     "query_pipeline",
     "self_attention",
 ]
@@ -779,5 +781,187 @@ def encoder_decoder(source, target, d_model, num_heads, vocab_size):
         ha="center",
         va="center",
         fontsize=FONT_SIZE - 1,
+    )
+    return canvas.fig
+
+
+# --- Chapter 7 ---------------------------------------------------------------------
+
+
+def position_methods(ids, d_model, num_heads, vocab_size):
+    """Where each way of giving attention positions acts, in the whole layer of
+    Chapter 7's experiment, with one batch's shapes.
+
+    Absolute positions (sinusoidal or learned) are added to the token vectors
+    before the projections; RoPE rotates the queries and keys of every head;
+    ALiBi adds a bias to the scores. After the attention come the output
+    projection, the residual connection (x is added back) and the feed-forward
+    read-out that gives the logits. Introduced in Chapter 7.
+
+    Parameters
+    ----------
+    ids : torch.Tensor
+        Token ids of one batch: shape (B, T).
+    d_model : int
+        Width D of every token vector; must be divisible by ``num_heads`` into an
+        even head width (RoPE rotates pairs).
+    num_heads : int
+        Heads H.
+    vocab_size : int
+        Tokens of the vocabulary: rows of the embedding table and logits per
+        position.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    TypeError
+        If ``ids`` is not a tensor or a size is not an int.
+    ValueError
+        If ``ids`` is not 2-D, or ``d_model`` is not ``num_heads`` times an even
+        head width.
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    ids : (B, T)
+
+    Examples
+    --------
+    >>> fig = position_methods(torch.zeros(64, 16, dtype=torch.long), 32, 8, 10)
+    >>> "(H, T, T) = (8, 16, 16)" in diagram_text(fig)  # the ALiBi bias
+    True
+    >>> "(B, T, vocab_size) = (64, 16, 10)" in diagram_text(fig)  # the logits
+    True
+    """
+    ids = require_tensor(ids, "ids")
+    if ids.ndim != 2:
+        raise ValueError(
+            f"ids must hold token ids of shape (B, T), 2-D, got shape "
+            f"{tuple(ids.shape)}"
+        )
+    D = require_int(d_model, "d_model")
+    H = require_int(num_heads, "num_heads")
+    V = require_int(vocab_size, "vocab_size")
+    if D % H or (D // H) % 2:
+        raise ValueError(
+            f"d_model={D} must be num_heads={H} times an even head width d (RoPE "
+            "rotates pairs of features); e.g. d_model=32 with num_heads=8"
+        )
+    B, T = ids.shape
+    d = D // H
+    # (text, detail, kind, heads drawn behind); detail=None: a one-line box
+    steps = [
+        ("token ids", _shape(("B", "T"), (B, T)), "tensor", 1),
+        (
+            "embedding: look up each id",
+            "table " + _shape(("vocab_size", "D"), (V, D)),
+            "operation",
+            1,
+        ),
+        (
+            "+ positions: sinusoidal or learned",
+            _shape(("T", "D"), (T, D)),
+            "highlight",
+            1,
+        ),
+        ("x", _shape(("B", "T", "D"), (B, T, D)), "tensor", 1),
+        ("W_query, W_key, W_value; split heads", None, "operation", 1),
+        (
+            "q, k, v of every head",
+            _shape(("B", "H", "T", "d"), (B, H, T, d)),
+            "tensor",
+            H,
+        ),
+        (
+            "RoPE: rotate q and k",
+            f"{d // 2} pairs per head, each by m·θ_i",
+            "highlight",
+            1,
+        ),
+        (
+            "scores = q @ kᵀ / √d",
+            _shape(("B", "H", "T", "T"), (B, H, T, T)),
+            "operation",
+            1,
+        ),
+        (
+            "+ ALiBi bias: −s_h · (m − n)",
+            _shape(("H", "T", "T"), (H, T, T)),
+            "highlight",
+            1,
+        ),
+        (
+            "causal mask, softmax, weights @ v",
+            _shape(("B", "H", "T", "d"), (B, H, T, d)),
+            "operation",
+            1,
+        ),
+        (
+            "merge the heads, out_proj",
+            _shape(("B", "T", "D"), (B, T, D)),
+            "operation",
+            1,
+        ),
+        ("x + out_proj(context)", _shape(("B", "T", "D"), (B, T, D)), "tensor", 1),
+        ("feed-forward: D → 4D → vocab_size", None, "operation", 1),
+        ("logits", _shape(("B", "T", "vocab_size"), (B, T, V)), "tensor", 1),
+    ]
+    heights = [0.62 if detail else 0.38 for _, detail, _, _ in steps]
+    gap, centre_x, width = 0.26, 2.1, 3.7
+    total = sum(heights) + gap * (len(steps) - 1) + 0.3
+    canvas = _Canvas(WIDTH, total)
+    y, boxes = total - 0.15, []
+    for (label, detail, kind, stack), height in zip(steps, heights, strict=True):
+        centre = y - height / 2
+        for layer in range(min(stack, 4) - 1, 0, -1):  # the other heads, behind:
+            canvas.ax.add_patch(  # fanned out to the right, clear of the arrows
+                FancyBboxPatch(
+                    (centre_x - width / 2 + 0.08 * layer, centre - height / 2),
+                    width,
+                    height,
+                    boxstyle="square,pad=0.02",
+                    facecolor=TENSOR_FILL,
+                    edgecolor=TENSOR_EDGE,
+                    lw=1,
+                )
+            )
+        box = canvas.box(
+            centre_x,
+            centre,
+            label,
+            detail=detail,
+            kind=kind,
+            width=width,
+            height=height,
+        )
+        if boxes:
+            _down(canvas, boxes[-1], box)
+        boxes.append(box)
+        y -= height + gap
+    # The residual connection: x goes around the attention and is added back.
+    x_box, sum_box = boxes[3], boxes[11]
+    side = WIDTH - 0.3
+    x_middle = (x_box[1] + x_box[3]) / 2
+    sum_middle = (sum_box[1] + sum_box[3]) / 2
+    canvas.ax.plot(
+        [x_box[2] + 0.02, side, side],
+        [x_middle, x_middle, sum_middle],
+        color="#333333",
+        lw=1.3,
+        solid_capstyle="butt",
+    )
+    canvas.arrow((side, sum_middle), (sum_box[2] + 0.02, sum_middle))
+    canvas.text(
+        side + 0.08,
+        (x_middle + sum_middle) / 2,
+        "residual: x is added back",
+        rotation=90,
+        ha="left",
+        va="center",
+        fontsize=FONT_SIZE - 1,
+        style="italic",
     )
     return canvas.fig

@@ -51,6 +51,7 @@ from ._validate import (
     require_tensor,
 )
 from .modules import CrossAttention, MultiHeadAttention
+from .positions import sinusoidal_positions
 from .translation import iterate_batches
 
 __all__ = [
@@ -156,61 +157,6 @@ class Seq2SeqConfig:
                 f"{self.num_heads}: every head gets d_model // num_heads features; "
                 f"e.g. num_heads={math.gcd(self.d_model, self.num_heads)}"
             )
-
-
-def sinusoidal_positions(context_length, d_model):
-    """The fixed sine and cosine position vectors of the 2017 transformer.
-
-    Position ``t`` gets ``sin(t / 10000^(2i/D))`` in feature ``2i`` and
-    ``cos(t / 10000^(2i/D))`` in feature ``2i + 1``: fast waves in the first
-    features, slow ones in the last, so every position gets a different vector.
-    Introduced in Chapter 6.
-
-    Parameters
-    ----------
-    context_length : int
-        Number of positions ``T``.
-    d_model : int
-        Width ``D``, even.
-
-    Returns
-    -------
-    torch.Tensor
-        Float32, every entry in ``[-1, 1]``.
-
-    Shapes
-    ------
-    Letters: see attn_course.shapes.
-    output : (context_length, d_model)
-
-    Raises
-    ------
-    TypeError
-        If a size is not an int.
-    ValueError
-        If a size is below 1, or ``d_model`` is odd.
-
-    Examples
-    --------
-    >>> pe = sinusoidal_positions(4, 6)
-    >>> pe.shape
-    torch.Size([4, 6])
-    >>> pe[0]  # position 0: sin(0) = 0 and cos(0) = 1
-    tensor([0., 1., 0., 1., 0., 1.])
-    """
-    context_length = require_int(context_length, "context_length")
-    d_model = require_int(d_model, "d_model")
-    if d_model % 2:
-        raise ValueError(
-            f"d_model={d_model} must be even: features come in (sin, cos) pairs"
-        )
-    position = torch.arange(context_length, dtype=torch.float32)[:, None]  # (T, 1)
-    i = torch.arange(0, d_model, 2, dtype=torch.float32)  # (D/2,): 0, 2, 4, ...
-    angle = position / 10_000 ** (i / d_model)  # (T, 1) / (D/2,) -> (T, D/2)
-    pe = torch.zeros(context_length, d_model)
-    pe[:, 0::2] = torch.sin(angle)  # even features
-    pe[:, 1::2] = torch.cos(angle)  # odd features
-    return pe
 
 
 class FeedForward(nn.Module):
@@ -858,8 +804,9 @@ def train(
     val_data : Batch, optional
         If given, the greedy exact-match accuracy on it is measured after each epoch.
     log : callable or None, default print
-        Called with one line of text per epoch (loss, accuracy, time); ``None`` for
-        silence.
+        Called with one line of text per epoch (loss, and the validation accuracy
+        when ``val_data`` is given); ``None`` for silence. The time each epoch ended
+        at is in the returned history, not in the line.
 
     Returns
     -------
@@ -922,9 +869,6 @@ def train(
         history.append(entry)
         if log is not None:
             val = "" if accuracy is None else f"  val exact match {accuracy:6.1%}"
-            log(
-                f"epoch {epoch:>2}/{epochs}  loss {entry.loss:.4f}{val}"
-                f"  {entry.seconds:5.1f} s"
-            )
+            log(f"epoch {epoch:>2}/{epochs}  loss {entry.loss:.4f}{val}")
     model.eval()
     return step_losses, history

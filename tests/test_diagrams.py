@@ -118,3 +118,74 @@ def test_every_diagram_is_sharp_and_fits_a_phone():
         assert _png_width(png) >= 2 * metadata["width"]
         # a 390 px phone shows 342 px of it: at least 70 %, 11-point text >= 10 px
         assert metadata["width"] <= 342 / 0.7
+
+
+# --- Chapter 7 ---------------------------------------------------------------------
+
+
+def test_position_methods_shows_the_shapes_of_its_batch():
+    ids = torch.zeros(4, 10, dtype=torch.long)
+    lines = text(diagrams.position_methods(ids, 24, 3, 7))
+    d = 24 // 3
+    assert "(B, T) = (4, 10)" in lines
+    assert "table (vocab_size, D) = (7, 24)" in lines  # the embedding
+    assert "(T, D) = (10, 24)" in lines  # the absolute positions
+    assert f"(B, H, T, d) = (4, 3, 10, {d})" in lines
+    assert "(H, T, T) = (3, 10, 10)" in lines  # the ALiBi bias
+    assert f"{d // 2} pairs per head, each by m·θ_i" in lines
+    assert any(line.startswith("RoPE") for line in lines)
+    assert "+ ALiBi bias: −s_h · (m − n)" in lines  # as the chapter writes it
+
+
+def test_position_methods_draws_the_whole_layer_up_to_the_logits():
+    lines = text(
+        diagrams.position_methods(torch.zeros(2, 8, dtype=torch.long), 32, 8, 10)
+    )
+    assert "merge the heads, out_proj" in lines
+    assert "x + out_proj(context)" in lines  # the residual connection
+    assert any("residual" in line for line in lines)
+    assert any(line.startswith("feed-forward") for line in lines)
+    assert lines[-3:-1] == ["logits", "(B, T, vocab_size) = (2, 8, 10)"]
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "words"),
+    [
+        (lambda: diagrams.position_methods([[0, 1]], 8, 2, 5), TypeError, "ids"),
+        (
+            lambda: diagrams.position_methods(torch.zeros(5), 8, 2, 5),
+            ValueError,
+            r"shape \(B, T\)",
+        ),
+        (
+            lambda: diagrams.position_methods(torch.zeros(1, 5), 12, 4, 5),
+            ValueError,
+            "even head width",
+        ),
+        (
+            lambda: diagrams.position_methods(torch.zeros(1, 5), 8, 3, 5),
+            ValueError,
+            "num_heads=3",
+        ),
+        (
+            lambda: diagrams.position_methods(torch.zeros(1, 5), 8.0, 2, 5),
+            TypeError,
+            "d_model",
+        ),
+        (
+            lambda: diagrams.position_methods(torch.zeros(1, 5), 8, 2, 5.0),
+            TypeError,
+            "vocab_size",
+        ),
+    ],
+)
+def test_position_methods_tells_bad_input_clearly(call, error, words):
+    with pytest.raises(error, match=words):
+        call()
+
+
+def test_position_methods_is_sharp_and_fits_a_phone():
+    fig = diagrams.position_methods(torch.zeros(64, 16, dtype=torch.long), 32, 8, 10)
+    png, metadata = fig._repr_png_()
+    assert _png_width(png) >= 2 * metadata["width"]
+    assert metadata["width"] <= 342 / 0.7

@@ -9,9 +9,13 @@ stored. Run it from the repository root.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
+import re
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import nbformat
@@ -25,6 +29,11 @@ CELL_TIMEOUT_S = 300
 # Execution environment: the same hash seed on every run, so that anything that
 # iterates over a set prints in the same order.
 EXECUTION_ENV = {"PYTHONHASHSEED": "0"}
+
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+# Outputs of cells with this tag may differ between runs (nbval does not compare them).
+# A duration as the chapters print it: "6.7 s", "12 ms", "3 min".
 
 
 def stored_output_problems(path: Path) -> list[str]:
@@ -78,8 +87,10 @@ def execute(path: Path) -> float:
 
     Returns the wall time in seconds. Solution cells are collapsed for JupyterLab
     (see :func:`tools.exercises.mark_solutions`). Widget state is saved so that
-    JupyterLab shows the explorers' last view; no timing metadata is stored, so
-    re-running an unchanged notebook leaves the file unchanged.
+    JupyterLab shows the explorers' last view. Re-running an unchanged notebook leaves
+    the file unchanged: no timing metadata is stored, widget models get ids derived
+    from the notebook's path (:func:`normalise_widget_ids`), and no cell prints a
+    measured duration (timings belong to benchmarks, not to stored outputs).
     """
     notebook = nbformat.read(path, as_version=4)
     mark_solutions(notebook)
@@ -111,8 +122,131 @@ def execute(path: Path) -> float:
     for cell in notebook.cells:
         if cell.cell_type == "code":
             cell.outputs = _merge_streams(cell.outputs)
+    normalise_widget_ids(notebook, _notebook_key(path))
     nbformat.write(notebook, path)
     return elapsed
+
+
+def _notebook_key(path: Path) -> str:
+    """The notebook's path relative to the repository, the same on every machine."""
+    path = Path(path).resolve()
+    try:
+        return path.relative_to(ROOT).as_posix()
+    except ValueError:
+        return path.name
+
+
+def widget_model_id(key: str, number: int) -> str:
+    """The id of the ``number``-th widget model (from 0) of the notebook ``key``.
+
+    It has the form of the ids ipywidgets makes (32 hex digits of a version 4 UUID),
+    but is derived from ``key`` and ``number``, so it is the same on every run and
+    different in every notebook.
+    """
+    if not isinstance(key, str) or not key:
+        raise ValueError(f"key must be a non-empty string, got {key!r}")
+    if not isinstance(number, int) or isinstance(number, bool) or number < 0:
+        raise ValueError(f"number must be an int >= 0, got {number!r}")
+    digest = hashlib.sha256(f"{key}#{number}".encode()).digest()
+    return uuid.UUID(bytes=digest[:16], version=4).hex
+
+
+def _strings(value):
+    """Every string in a JSON-like value (dict keys sorted, lists in order)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for name in sorted(value):
+            yield from _strings(value[name])
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _replace_strings(value, pattern: re.Pattern, mapping: dict[str, str]):
+    """``value`` with every match of ``pattern`` in its strings replaced via
+    ``mapping``; dicts and lists are changed in place."""
+    if isinstance(value, str):
+        return pattern.sub(lambda match: mapping[match.group()], value)
+    if isinstance(value, dict):
+        for name in value:
+            value[name] = _replace_strings(value[name], pattern, mapping)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            value[index] = _replace_strings(item, pattern, mapping)
+    return value
+
+
+def normalise_widget_ids(notebook, key: str) -> dict[str, str]:
+    """Rename the widget models of an executed notebook to ids that depend only on
+    ``key`` (the notebook's path) and the order in which the models appear.
+
+    ipywidgets gives every model a random id, which appears as a key of the saved
+    widget state (``metadata.widgets``), in references between models
+    (``"IPY_MODEL_<id>"``) and in the ``model_id`` of every widget output. All of
+    them are renamed together, so the saved state stays consistent for JupyterLab.
+    Models are numbered in the order they are reached: from the widget outputs, cell
+    by cell, then through the models they refer to; models that nothing reaches come
+    last, ordered by their content. Returns the mapping from old to new ids (empty
+    when the notebook has no widgets). Changes ``notebook`` in place.
+    """
+    if not isinstance(key, str) or not key:
+        raise ValueError(f"key must be a non-empty string, got {key!r}")
+    widgets = notebook.get("metadata", {}).get("widgets", {}).get(WIDGET_STATE, {})
+    state = widgets.get("state", {})
+    if not isinstance(state, dict):
+        raise ValueError(
+            f"metadata.widgets[{WIDGET_STATE!r}].state must be a dict, "
+            f"got {type(state).__name__}"
+        )
+    outputs = [
+        output
+        for cell in notebook.get("cells", [])
+        if cell.get("cell_type") == "code"
+        for output in cell.get("outputs", [])
+    ]
+    known = set(state)
+    for output in outputs:
+        model_id = output.get("data", {}).get(WIDGET_VIEW, {}).get("model_id")
+        if isinstance(model_id, str) and model_id:
+            known.add(model_id)
+    if not known:
+        return {}
+    pattern = re.compile(
+        "|".join(
+            re.escape(model_id)
+            for model_id in sorted(known, key=lambda m: (-len(m), m))
+        )
+    )
+    order: list[str] = []
+
+    def reach(value) -> None:
+        queue = []
+        for text in _strings(value):
+            for match in pattern.finditer(text):
+                if match.group() not in order:
+                    order.append(match.group())
+                    queue.append(match.group())
+        for model_id in queue:
+            reach(state.get(model_id))
+
+    reach(outputs)
+    unreached = [model_id for model_id in state if model_id not in order]
+    unreached.sort(key=lambda m: pattern.sub("", json.dumps(state[m], sort_keys=True)))
+    for model_id in unreached:
+        if model_id not in order:
+            order.append(model_id)
+            reach(state[model_id])
+    mapping = {old: widget_model_id(key, number) for number, old in enumerate(order)}
+    for output in outputs:
+        _replace_strings(output, pattern, mapping)
+    if state:
+        renamed = {
+            mapping[old]: _replace_strings(model, pattern, mapping)
+            for old, model in state.items()
+        }
+        widgets["state"] = type(state)(sorted(renamed.items()))
+    return mapping
 
 
 def _merge_streams(outputs):

@@ -15,7 +15,7 @@ leaves your random numbers alone: a notebook that runs a check prints the same
 thing every time and draws the same numbers afterwards. The checks of each chapter
 live in their own module (``basics`` for Chapter 1, ``trainable_weights``,
 ``causal_mask``, ``dropout``, ``multi_head``, ``encoder_decoder`` for Chapters 2 to
-6); all of them are available from here.
+6, ``positions`` for Chapter 7); all of them are available from here.
 
 Shapes
 ------
@@ -55,6 +55,11 @@ from .multi_head import (
     check_param_count_fn,
     check_shape_predictions,
 )
+from .positions import (
+    check_alibi_slopes,
+    check_changed_rows,
+    check_rotate_pair_fn,
+)
 from .trainable_weights import (
     check_projected_context,
     check_scaled_attention_fn,
@@ -64,9 +69,11 @@ from .trainable_weights import (
 
 __all__ = [
     "check_additive_mask",
+    "check_alibi_slopes",
     "check_attention_fn",
     "check_causal_attention_fn",
     "check_causal_mask",
+    "check_changed_rows",
     "check_close",
     "check_context_vector",
     "check_cross_attention_mask",
@@ -79,6 +86,7 @@ __all__ = [
     "check_mha_mask_fn",
     "check_param_count_fn",
     "check_projected_context",
+    "check_rotate_pair_fn",
     "check_row_drop_probability",
     "check_scaled_attention_fn",
     "check_scaled_embeddings",

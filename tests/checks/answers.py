@@ -1,6 +1,6 @@
 """Learner answers for the self-checks, right and wrong, shared by the tests.
 
-``EXAMPLES`` holds, for each of the 23 checks, one call with a right answer and
+``EXAMPLES`` holds, for each check, one call with a right answer and
 one with a wrong answer. Every function answer first draws a number from torch's
 global generator, as a learner's code may (``draws``), so the tests see whether a
 check protects the notebook's random numbers and whether its verdict depends on
@@ -10,6 +10,7 @@ that.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import pytest
@@ -255,6 +256,25 @@ def compare_all_positions(model, src, tgt_in):
 # --- the table ----------------------------------------------------------------------
 
 
+# --- Chapter 7 ----------------------------------------------------------------------
+
+
+def rotate_pair(pair, angle):
+    c, s = math.cos(angle), math.sin(angle)
+    return torch.stack([pair[0] * c - pair[1] * s, pair[0] * s + pair[1] * c])
+
+
+def rotate_clockwise(pair, angle):
+    return rotate_pair(pair, -angle)
+
+
+CHANGED_ROWS = {
+    "no positions": {1, 3},
+    "causal mask": {1, 2, 3},
+    "rope": {0, 1, 2, 3, 4},
+}
+
+
 class Example(NamedTuple):
     """A check, run once with a right answer and once with a wrong one."""
 
@@ -423,5 +443,20 @@ EXAMPLES = [
         "check_future_detector",
         lambda: checks.check_future_detector(draws(sees_the_future)),
         lambda: checks.check_future_detector(draws(compare_all_positions)),
+    ),
+    Example(
+        "check_rotate_pair_fn",
+        lambda: checks.check_rotate_pair_fn(draws(rotate_pair)),
+        lambda: checks.check_rotate_pair_fn(draws(rotate_clockwise)),
+    ),
+    Example(
+        "check_changed_rows",
+        lambda: checks.check_changed_rows(CHANGED_ROWS),
+        lambda: checks.check_changed_rows({**CHANGED_ROWS, "no positions": set()}),
+    ),
+    Example(
+        "check_alibi_slopes",
+        lambda: checks.check_alibi_slopes([2.0 ** (-h) for h in range(1, 9)], 8),
+        lambda: checks.check_alibi_slopes(sorted(2.0 ** (-h) for h in range(1, 9)), 8),
     ),
 ]

@@ -1,0 +1,463 @@
+"""Three ways to tell attention where each token sits (Chapters 6 and 7).
+
+Attention on its own does not see order: shuffle the keys and values together and
+every query gets the same output. A model learns about order only from something
+added to it:
+
+- :func:`sinusoidal_positions`: fixed sine and cosine vectors added to the token
+  embeddings before the first layer (the 2017 transformer, Chapter 6);
+- :func:`apply_rope`: rotary position embedding (RoPE), which rotates queries and
+  keys inside every attention layer by an angle proportional to their position, so
+  that a score depends on how far apart two tokens are and not on where they are;
+- :func:`alibi_slopes` and :func:`alibi_bias`: ALiBi, which adds nothing to the
+  vectors but subtracts from every score a penalty proportional to the distance
+  between query and key, with one slope per head.
+
+:func:`rope_permutation` converts between the two layouts in which RoPE is written
+(pairs of neighbouring features, or pairs half a head apart).
+
+Shapes
+------
+Letters: see attn_course.shapes.
+x : (..., T, d)
+positions : (T,)
+alibi_bias : (H, T_q, T_k)
+
+Introduced in Chapter 7.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ._validate import kind_of, require_int, require_positive, require_tensor
+
+__all__ = [
+    "alibi_bias",
+    "alibi_slopes",
+    "apply_rope",
+    "rope_permutation",
+    "sinusoidal_positions",
+]
+
+
+def sinusoidal_positions(context_length, d_model):
+    """The fixed sine and cosine position vectors of the 2017 transformer.
+
+    Position ``t`` gets ``sin(t / 10000^(2i/D))`` in feature ``2i`` and
+    ``cos(t / 10000^(2i/D))`` in feature ``2i + 1``: fast waves in the first
+    features, slow ones in the last, so every position gets a different vector.
+    Introduced in Chapter 6.
+
+    Parameters
+    ----------
+    context_length : int
+        Number of positions ``T``.
+    d_model : int
+        Width ``D``, even.
+
+    Returns
+    -------
+    torch.Tensor
+        Float32, every entry in ``[-1, 1]``.
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    output : (context_length, d_model)
+
+    Raises
+    ------
+    TypeError
+        If a size is not an int.
+    ValueError
+        If a size is below 1, or ``d_model`` is odd.
+
+    Examples
+    --------
+    >>> pe = sinusoidal_positions(4, 6)
+    >>> pe.shape
+    torch.Size([4, 6])
+    >>> pe[0]  # position 0: sin(0) = 0 and cos(0) = 1
+    tensor([0., 1., 0., 1., 0., 1.])
+    """
+    context_length = require_int(context_length, "context_length")
+    d_model = require_int(d_model, "d_model")
+    if d_model % 2:
+        raise ValueError(
+            f"d_model={d_model} must be even: features come in (sin, cos) pairs"
+        )
+    position = torch.arange(context_length, dtype=torch.float32)[:, None]  # (T, 1)
+    i = torch.arange(0, d_model, 2, dtype=torch.float32)  # (D/2,): 0, 2, 4, ...
+    angle = position / 10_000 ** (i / d_model)  # (T, 1) / (D/2,) -> (T, D/2)
+    pe = torch.zeros(context_length, d_model)
+    pe[:, 0::2] = torch.sin(angle)  # even features
+    pe[:, 1::2] = torch.cos(angle)  # odd features
+    return pe
+
+
+# --- RoPE ---------------------------------------------------------------------------
+
+ROPE_BASE_HINT = "use e.g. base=10000.0 (the RoPE paper) or base=500000.0"
+
+
+def rope_permutation(d):
+    """The feature order that turns RoPE's interleaved layout into its half layout.
+
+    In the *interleaved* layout, pair ``i`` is features ``(2i, 2i + 1)``; in the
+    *half* layout it is features ``(i, i + d/2)``. ``perm = rope_permutation(d)``
+    lists the even features first and the odd ones after them, so ``x[..., perm]``
+    moves feature ``2i`` to place ``i`` and feature ``2i + 1`` to place
+    ``i + d/2``; then, for any ``x`` (see :func:`apply_rope`)::
+
+        apply_rope(x[..., perm]) == apply_rope(x, interleaved=True)[..., perm]
+
+    ``torch.argsort(perm)`` undoes it. To run weights trained in one layout with
+    code written for the other, permute the output features of the query and key
+    projections, head by head, with the same ``perm``: a score is a dot product,
+    and reordering the features of both ``q`` and ``k`` in the same way leaves it
+    unchanged. The value projection is not rotated and stays as it is.
+    Introduced in Chapter 7.
+
+    Parameters
+    ----------
+    d : int
+        Width ``d`` of one head, even.
+
+    Returns
+    -------
+    torch.Tensor
+        Int64 indices, a permutation of ``0 .. d - 1``.
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    output : (d,)
+
+    Raises
+    ------
+    TypeError
+        If ``d`` is not an int.
+    ValueError
+        If ``d`` is below 2 or odd.
+
+    Examples
+    --------
+    >>> rope_permutation(8)
+    tensor([0, 2, 4, 6, 1, 3, 5, 7])
+    """
+    d = require_int(d, "d", minimum=2, hint="RoPE needs at least one pair")
+    if d % 2:
+        raise ValueError(
+            f"d={d} must be even: RoPE rotates features in pairs; pass the width of "
+            "one head, e.g. d=64"
+        )
+    return torch.cat([torch.arange(0, d, 2), torch.arange(1, d, 2)])
+
+
+def _rope_positions(positions, length, device):
+    """``positions`` checked: 1-D integers, ``length`` of them; ``arange`` if None."""
+    if positions is None:
+        return torch.arange(length, device=device)
+    require_tensor(
+        positions,
+        "positions",
+        fix="pass one int per token, e.g. positions=torch.arange(T)",
+    )
+    is_bool = positions.dtype == torch.bool
+    if positions.is_floating_point() or positions.is_complex() or is_bool:
+        raise TypeError(
+            f"positions must hold integers, got dtype {positions.dtype}; positions "
+            "count tokens: use e.g. positions=torch.arange(T), or "
+            "positions.long() if the values are whole numbers"
+        )
+    if positions.dim() != 1:
+        raise ValueError(
+            f"positions must be 1-D, one position per token, got shape "
+            f"{tuple(positions.shape)}; every sequence of a batch shares them: pass "
+            "e.g. positions[0]"
+        )
+    if positions.numel() != length:
+        raise ValueError(
+            f"positions has {positions.numel()} entries but x has T={length} "
+            f"tokens (x.shape[-2]); pass one position per token, e.g. "
+            f"positions=torch.arange(start, start + {length})"
+        )
+    return positions
+
+
+def apply_rope(x, positions=None, *, base=10000.0, interleaved=False):
+    """Rotate queries or keys by their positions: rotary position embedding (RoPE).
+
+    The ``d`` features of each token are split into ``d/2`` pairs, and pair ``i`` of
+    the token at position ``m`` is rotated by the angle ``m * base^(-2i/d)`` (in
+    radians): the first pairs turn fast, the last ones slowly. Apply it to the
+    queries and the keys of every head, after the projections and before the dot
+    product, and leave the values alone. A rotation by ``m`` then one by ``n``
+    meet in the dot product as a single rotation by ``n - m``: the score between a
+    query at ``m`` and a key at ``n`` depends on the distance ``n - m`` only, not
+    on where the pair sits in the sequence.
+
+    The frequencies come from the head width ``d`` (``x.shape[-1]``), not from the
+    model width ``D``: pass ``x`` split into heads. At position 0 the angle is 0
+    and RoPE leaves the vector unchanged.
+
+    Two layouts are in use, and they differ in which features form a pair:
+
+    - ``interleaved=True``: pair ``i`` is features ``(2i, 2i + 1)``, neighbours.
+      This is how the RoFormer paper writes it and how the original LLaMA code
+      computes it (as complex numbers).
+    - ``interleaved=False`` (the default): pair ``i`` is features ``(i, i + d/2)``,
+      the first half against the second half. This is the ``rotate_half`` of the
+      Hugging Face ``transformers`` models.
+
+    Both are the same operation on features in a different order:
+    ``apply_rope(x[..., perm]) == apply_rope(x, interleaved=True)[..., perm]`` with
+    ``perm = rope_permutation(d)``. Weights trained in one layout and run in the
+    other without that permutation go wrong in a way that is easy to miss. The
+    wrong layout is still a rotation by the distance, so a token's score with
+    itself (distance 0, no rotation) stays exactly right. Under a causal mask the
+    first token attends only to itself, so its output is exactly right; the
+    second has one right score out of two; every later token mixes more wrong
+    scores in, and the outputs drift further from what the weights were trained
+    for.
+    Introduced in Chapter 7.
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        Floating point, ``(..., T, d)``: ``(T, d)``, ``(B, T, d)`` or
+        ``(B, H, T, d)``; ``d`` even.
+    positions : torch.Tensor, optional
+        Integer positions of the ``T`` tokens, shared by every leading index of
+        ``x``. Default ``torch.arange(T)``; pass e.g. ``torch.arange(p, p + T)``
+        for new tokens that follow ``p`` cached ones.
+    base : float, default 10000.0
+        Sets the slowest frequency: 10000 in the RoPE paper, 500000 in some later
+        models, whose slowest pairs then turn even more slowly.
+    interleaved : bool, default False
+        Which features form a pair (see above).
+
+    Returns
+    -------
+    torch.Tensor
+        A new tensor with the shape, dtype and device of ``x``. The angles and
+        their sines and cosines are computed in float64 and the rotation in
+        float32 (or float64 for float64 input), then cast back.
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    x : (..., T, d) -> (..., T, d)
+    positions : (T,)
+
+    Raises
+    ------
+    TypeError
+        If ``x`` or ``positions`` is not a tensor, ``x`` is not floating point,
+        ``positions`` does not hold integers, ``base`` is not a number or
+        ``interleaved`` is not a bool.
+    ValueError
+        If ``x`` has fewer than 2 dimensions, ``d`` is odd, ``positions`` is not
+        1-D or has not ``T`` entries, or ``base`` is not a positive finite number.
+
+    Examples
+    --------
+    >>> x = torch.tensor([[1.0, 0.0], [1.0, 0.0]])  # two tokens, d = 2: one pair
+    >>> apply_rope(x)  # position 0 unchanged, position 1 turned by 1 radian
+    tensor([[1.0000, 0.0000],
+            [0.5403, 0.8415]])
+    >>> _ = torch.manual_seed(0)
+    >>> q, k = torch.randn(2, 4, 8), torch.randn(2, 4, 8)
+    >>> near = apply_rope(q) @ apply_rope(k).transpose(-2, -1)
+    >>> far = torch.arange(1000, 1004)  # the same distances, 1000 positions later
+    >>> later = apply_rope(q, far) @ apply_rope(k, far).transpose(-2, -1)
+    >>> torch.allclose(near, later, atol=1e-4)
+    True
+    """
+    require_tensor(x, "x")
+    if not x.is_floating_point():
+        raise TypeError(
+            f"x must be floating point, got dtype {x.dtype}; RoPE rotates queries "
+            "and keys: convert it first, e.g. x = x.float()"
+        )
+    if x.dim() < 2:
+        raise ValueError(
+            f"x must have at least 2 dimensions (..., T, d), got shape "
+            f"{tuple(x.shape)}; for a single token use x.unsqueeze(0)"
+        )
+    length, d = x.shape[-2], x.shape[-1]
+    if d % 2:
+        raise ValueError(
+            f"x.shape[-1]={d} must be even: it is the head width d, and RoPE "
+            f"rotates features in pairs (got x.shape={tuple(x.shape)}); split x "
+            "into heads first, with an even head width"
+        )
+    positions = _rope_positions(positions, length, x.device)
+    base = require_positive(base, "base", hint=ROPE_BASE_HINT)
+    if not isinstance(interleaved, bool):
+        raise TypeError(
+            f"interleaved must be True or False, got {kind_of(interleaved)} "
+            f"{interleaved!r}; True pairs features (2i, 2i + 1), False pairs "
+            "(i, i + d/2)"
+        )
+
+    # Angles in float64 on the CPU: at position 100000 a float32 angle can be off
+    # by up to 0.004 radians, far more than float32 rounding of the result.
+    i = torch.arange(d // 2, dtype=torch.float64)  # (d/2,)
+    inv_freq = base ** (-2.0 * i / d)  # (d/2,): 1, ..., about 1/base
+    angle = positions.cpu().double()[:, None] * inv_freq  # (T, 1) * (d/2,) -> (T, d/2)
+    work = torch.float64 if x.dtype == torch.float64 else torch.float32
+    cos = torch.cos(angle).to(device=x.device, dtype=work)  # (T, d/2)
+    sin = torch.sin(angle).to(device=x.device, dtype=work)
+    wide = x.to(work)  # float16 and bfloat16 are rotated in float32
+    if interleaved:
+        first, second = wide[..., 0::2], wide[..., 1::2]  # (..., T, d/2) each
+    else:
+        first, second = wide[..., : d // 2], wide[..., d // 2 :]
+    turned_first = first * cos - second * sin  # (..., T, d/2)
+    turned_second = first * sin + second * cos
+    if interleaved:
+        out = torch.stack([turned_first, turned_second], dim=-1).flatten(-2)
+    else:
+        out = torch.cat([turned_first, turned_second], dim=-1)
+    return out.to(x.dtype)
+
+
+# --- ALiBi --------------------------------------------------------------------------
+
+
+def _power_of_two_slopes(n):
+    """``2^(-8/n), 2^(-16/n), ..., 2^(-8)``: the slopes for ``n`` a power of two."""
+    return [2.0 ** (-8.0 * h / n) for h in range(1, n + 1)]
+
+
+def alibi_slopes(num_heads):
+    """The per-head slopes of ALiBi (attention with linear biases).
+
+    Head ``h`` subtracts ``slope_h * distance`` from its scores (see
+    :func:`alibi_bias`). When ``num_heads`` is a power of two the slopes are the
+    geometric sequence that starts at ``2^(-8/H)`` with ratio ``2^(-8/H)``: for
+    ``H = 8`` that is 1/2, 1/4, ..., 1/256. Heads with a large slope look at
+    nearby tokens only; heads with a small one look far back.
+
+    Otherwise the ALiBi paper's code takes the slopes for ``n``, the largest power
+    of two below ``H``, and appends ``H - n`` slopes taken from the sequence for
+    ``2n``, every other one starting with its first (``slopes_2n[0::2]``). Those
+    fall between the first ones, so the sequence is then **not** monotonic: for
+    ``H = 6`` it is 1/4, 1/16, 1/64, 1/256, 1/2, 1/8.
+    Introduced in Chapter 7.
+
+    Parameters
+    ----------
+    num_heads : int
+        Number of heads ``H``.
+
+    Returns
+    -------
+    torch.Tensor
+        Float32, every slope in ``(0, 1)``.
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    output : (H,)
+
+    Raises
+    ------
+    TypeError
+        If ``num_heads`` is not an int.
+    ValueError
+        If ``num_heads`` is below 1.
+
+    Examples
+    --------
+    >>> alibi_slopes(4)
+    tensor([0.2500, 0.0625, 0.0156, 0.0039])
+    >>> alibi_slopes(6) * 256  # not monotonic
+    tensor([ 64.,  16.,   4.,   1., 128.,  32.])
+    """
+    num_heads = require_int(num_heads, "num_heads")
+    n = 2 ** math.floor(math.log2(num_heads))  # the largest power of two <= H
+    slopes = _power_of_two_slopes(n)
+    slopes += _power_of_two_slopes(2 * n)[0::2][: num_heads - n]
+    return torch.tensor(slopes, dtype=torch.float32)
+
+
+def alibi_bias(num_heads, T_q, T_k=None):
+    """The ALiBi bias to add to attention scores, one ``(T_q, T_k)`` matrix per head.
+
+    Entry ``[h, i, j]`` is ``-slope_h * |p_i - j|``, where ``slope_h`` is
+    ``alibi_slopes(num_heads)[h]`` and ``p_i`` is the position of query ``i``.
+    When ``T_q < T_k`` (new tokens decoded after ``T_k - T_q`` cached ones) the
+    last query is aligned with the last key: ``p_i = i + T_k - T_q``. For a key at
+    or before its query (``j <= p_i``) that is ALiBi's ``-slope_h * (p_i - j)``:
+    0 on the query's own position, falling by ``slope_h`` per step back.
+
+    Future keys (``j > p_i``) get the same penalty for their distance,
+    ``-slope_h * (j - p_i)``: the matrix is symmetric about the aligned diagonal.
+    The paper defines ALiBi for causal models only, where these entries never
+    matter: a causal mask sets them to ``-inf`` (or drops them) whatever finite
+    value they held, and ``exp(-inf) = 0``. Penalising them, rather than
+    continuing the linear formula (which would make them positive, a reward for
+    looking ahead), keeps the matrix sensible on its own, as a distance penalty in
+    both directions for attention without a mask.
+
+    The paper's code adds ``slope_h * j`` instead, the same row for every query.
+    On keys at or before the query it differs from the bias here by
+    ``slope_h * p_i``, one constant per row, which softmax ignores: the attention
+    weights are the same.
+    Introduced in Chapter 7.
+
+    Parameters
+    ----------
+    num_heads : int
+        Number of heads ``H``.
+    T_q : int
+        Number of queries.
+    T_k : int, optional
+        Number of keys, at least ``T_q``; default ``T_q``.
+
+    Returns
+    -------
+    torch.Tensor
+        Float32, every entry at most 0.
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    output : (H, T_q, T_k)
+
+    Raises
+    ------
+    TypeError
+        If a size is not an int.
+    ValueError
+        If a size is below 1, or ``T_q > T_k``.
+
+    Examples
+    --------
+    >>> alibi_bias(1, 3) * 256  # one head, slope 1/256
+    tensor([[[ 0., -1., -2.],
+             [-1.,  0., -1.],
+             [-2., -1.,  0.]]])
+    >>> alibi_bias(1, 1, 4) * 256  # one new query after 3 cached tokens
+    tensor([[[-3., -2., -1.,  0.]]])
+    """
+    num_heads = require_int(num_heads, "num_heads")
+    T_q = require_int(T_q, "T_q")
+    T_k = T_q if T_k is None else require_int(T_k, "T_k")
+    if T_q > T_k:
+        raise ValueError(
+            f"T_q={T_q} is larger than T_k={T_k}: every query must have its own "
+            f"position among the keys; pass T_k >= T_q (e.g. T_k={T_q}), or swap "
+            "them if they are the wrong way round"
+        )
+    query_at = torch.arange(T_q, dtype=torch.float64) + (T_k - T_q)  # (T_q,)
+    key_at = torch.arange(T_k, dtype=torch.float64)  # (T_k,)
+    distance = (query_at[:, None] - key_at[None, :]).abs()  # (T_q, T_k)
+    slopes = alibi_slopes(num_heads).double()  # (H,)
+    bias = 0.0 - slopes[:, None, None] * distance  # (H, 1, 1) * (T_q, T_k)
+    return bias.float()  # 0.0 - 0.0 is +0.0, where -(0.0) would print as -0.

@@ -1,0 +1,507 @@
+"""Position information in ``attn_course.positions``: sinusoidal vectors, RoPE in
+both layouts, and ALiBi's slopes and bias, each checked against the papers'
+definitions written out again here, independently of the package."""
+
+import cmath
+import itertools
+import math
+import re
+
+import pytest
+import torch
+
+import attn_course
+from attn_course import seq2seq
+from attn_course.positions import (
+    alibi_bias,
+    alibi_slopes,
+    apply_rope,
+    rope_permutation,
+    sinusoidal_positions,
+)
+
+# --- sinusoidal positions ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("T, D", [(1, 2), (10, 8), (37, 64), (5, 6)])
+def test_sinusoidal_positions_follow_the_formula(T, D):
+    pe = sinusoidal_positions(T, D)
+    assert pe.shape == (T, D) and pe.dtype == torch.float32
+    expected = torch.empty(T, D)
+    for t in range(T):
+        for i in range(D // 2):
+            angle = t / 10_000 ** (2 * i / D)
+            expected[t, 2 * i] = math.sin(angle)
+            expected[t, 2 * i + 1] = math.cos(angle)
+    torch.testing.assert_close(pe, expected)
+
+
+def test_sinusoidal_positions_give_every_position_its_own_vector():
+    pe = sinusoidal_positions(10, 8)
+    assert len({tuple(row.tolist()) for row in pe}) == 10
+
+
+def test_there_is_one_copy_of_sinusoidal_positions():
+    assert seq2seq.sinusoidal_positions is sinusoidal_positions
+    assert attn_course.sinusoidal_positions is sinusoidal_positions
+    assert sinusoidal_positions.__module__ == "attn_course.positions"
+
+
+# --- RoPE: the definition ---------------------------------------------------------
+
+
+def rope_by_rotation_matrices(x, positions, base, interleaved):
+    """RoPE one token and one pair at a time, with an explicit 2x2 rotation matrix
+    built from math.cos and math.sin, in float64."""
+    x = x.double()
+    d = x.shape[-1]
+    out = x.clone()
+    lead = x.shape[:-2]
+    for index in itertools.product(*map(range, lead)):
+        for t, m in enumerate(positions):
+            for i in range(d // 2):
+                a, b = (2 * i, 2 * i + 1) if interleaved else (i, i + d // 2)
+                theta = m * base ** (-2 * i / d)
+                rotation = torch.tensor(
+                    [
+                        [math.cos(theta), -math.sin(theta)],
+                        [math.sin(theta), math.cos(theta)],
+                    ],
+                    dtype=torch.float64,
+                )
+                pair = torch.stack([x[index + (t, a)], x[index + (t, b)]])
+                turned = rotation @ pair
+                out[index + (t, a)] = turned[0]
+                out[index + (t, b)] = turned[1]
+    return out
+
+
+def rope_by_complex_numbers(x, positions, base):
+    """Interleaved RoPE as the original LLaMA code thinks of it: pair (2i, 2i+1)
+    is the complex number x_2i + i x_2i+1, multiplied by e^(i theta)."""
+    rows = []
+    d = x.shape[-1]
+    for t, m in enumerate(positions):
+        row = []
+        for i in range(d // 2):
+            z = complex(x[t, 2 * i].item(), x[t, 2 * i + 1].item())
+            z *= cmath.exp(1j * m * base ** (-2 * i / d))
+            row += [z.real, z.imag]
+        rows.append(row)
+    return torch.tensor(rows, dtype=torch.float64)
+
+
+SHAPES = [(5, 4), (3, 6, 8), (2, 3, 4, 6)]
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("shape", SHAPES, ids=[str(s) for s in SHAPES])
+def test_rope_matches_rotation_matrices(shape, interleaved):
+    generator = torch.Generator().manual_seed(sum(shape))
+    x = torch.randn(shape, generator=generator)
+    T = shape[-2]
+    positions = torch.randint(0, 5000, (T,), generator=generator)
+    for base in (10_000.0, 500_000.0):
+        got = apply_rope(x, positions, base=base, interleaved=interleaved)
+        expected = rope_by_rotation_matrices(x, positions.tolist(), base, interleaved)
+        assert got.shape == x.shape and got.dtype == x.dtype
+        torch.testing.assert_close(got, expected.float(), atol=1e-5, rtol=1e-5)
+
+
+def test_interleaved_rope_matches_complex_multiplication():
+    generator = torch.Generator().manual_seed(1)
+    x = torch.randn(6, 16, generator=generator)
+    positions = [0, 1, 2, 500, 4096, 100_000]
+    got = apply_rope(x, torch.tensor(positions), interleaved=True)
+    expected = rope_by_complex_numbers(x, positions, 10_000.0)
+    torch.testing.assert_close(got, expected.float(), atol=1e-5, rtol=1e-5)
+
+
+def test_rope_positions_default_to_arange():
+    x = torch.randn(2, 7, 8)
+    torch.testing.assert_close(apply_rope(x), apply_rope(x, torch.arange(7)))
+
+
+def test_rope_frequencies_come_from_the_head_width():
+    """Pair 1 of a 4-wide head turns by m * base^(-2/4), whatever the model width."""
+    x = torch.zeros(1, 4)
+    x[0, 1] = 1.0  # half layout: pair 1 is features (1, 3)
+    out = apply_rope(x, torch.tensor([3]))
+    theta = 3 * 10_000 ** (-2 / 4)
+    torch.testing.assert_close(
+        out, torch.tensor([[0.0, math.cos(theta), 0.0, math.sin(theta)]])
+    )
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_rope_is_the_identity_at_position_zero(interleaved):
+    x = torch.randn(3, 1, 8)
+    out = apply_rope(x, torch.tensor([0]), interleaved=interleaved)
+    assert torch.equal(out, x)
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_rope_keeps_lengths_and_returns_a_new_tensor(interleaved):
+    x = torch.randn(2, 5, 8)
+    before = x.clone()
+    out = apply_rope(x, torch.arange(100, 105), interleaved=interleaved)
+    assert out.data_ptr() != x.data_ptr()
+    assert torch.equal(x, before)
+    torch.testing.assert_close(out.norm(dim=-1), x.norm(dim=-1))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
+def test_rope_returns_the_dtype_it_was_given(dtype):
+    x = torch.randn(2, 3, 8).to(dtype)
+    out = apply_rope(x, torch.arange(1000, 1003))
+    assert out.dtype == dtype
+    expected = rope_by_rotation_matrices(x, [1000, 1001, 1002], 10_000.0, False)
+    tolerance = {torch.float64: 1e-12, torch.float16: 2e-3, torch.bfloat16: 2e-2}
+    torch.testing.assert_close(
+        out.double(), expected, atol=tolerance[dtype] * 4, rtol=tolerance[dtype]
+    )
+
+
+# --- RoPE: what it is for ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_rope_scores_depend_on_the_distance_only(interleaved):
+    """q_m . k_n == q_(m+s) . k_(n+s), far from position 0 too."""
+    generator = torch.Generator().manual_seed(7)
+    for _ in range(5):
+        q, k = torch.randn(2, 64, generator=generator)
+        m, n = torch.randint(0, 200, (2,), generator=generator).tolist()
+        scores = []
+        for shift in (0, 1000, 5000, 50_000):
+            qm = apply_rope(q[None], torch.tensor([m + shift]), interleaved=interleaved)
+            kn = apply_rope(k[None], torch.tensor([n + shift]), interleaved=interleaved)
+            scores.append((qm @ kn.T).item())
+        assert scores == pytest.approx([scores[0]] * 4, abs=1e-4, rel=1e-5)
+
+
+def test_rope_scores_do_change_with_the_distance():
+    q = k = torch.ones(1, 8)
+    same = apply_rope(q, torch.tensor([10])) @ apply_rope(k, torch.tensor([10])).T
+    apart = apply_rope(q, torch.tensor([10])) @ apply_rope(k, torch.tensor([13])).T
+    assert same.item() == pytest.approx(8.0)
+    assert apart.item() < 7.0
+
+
+# --- RoPE: the two layouts ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("d", [2, 4, 8, 64])
+def test_rope_permutation_puts_even_features_first(d):
+    expected = list(range(0, d, 2)) + list(range(1, d, 2))
+    perm = rope_permutation(d)
+    assert perm.tolist() == expected and perm.dtype == torch.int64
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=[str(s) for s in SHAPES])
+def test_the_layouts_agree_after_the_permutation(shape):
+    x = torch.randn(shape)
+    d, T = shape[-1], shape[-2]
+    # Written out: place i of the half layout holds feature 2i of the interleaved
+    # one, place i + d/2 holds feature 2i + 1.
+    perm = [0] * d
+    for i in range(d // 2):
+        perm[i], perm[i + d // 2] = 2 * i, 2 * i + 1
+    positions = torch.arange(1000, 1000 + T)
+    half = apply_rope(x[..., perm], positions)
+    interleaved = apply_rope(x, positions, interleaved=True)[..., perm]
+    torch.testing.assert_close(half, interleaved)
+    back = torch.argsort(rope_permutation(d))
+    torch.testing.assert_close(
+        half[..., back], apply_rope(x, positions, interleaved=True)
+    )
+
+
+def test_the_layouts_differ_without_the_permutation():
+    x = torch.randn(2, 4, 8)
+    positions = torch.arange(1000, 1004)
+    half = apply_rope(x, positions)
+    interleaved = apply_rope(x, positions, interleaved=True)
+    assert (half - interleaved).abs().amax() > 0.1
+
+
+def test_a_layout_mismatch_is_right_on_the_diagonal_only():
+    """Queries and keys meant for one layout, rotated with the other: the scores at
+    distance 0 are exact, so the first token's causal output is right; every
+    other score is wrong."""
+    generator = torch.Generator().manual_seed(3)
+    q, k, v = torch.randn(3, 20, 16, generator=generator)
+    meant = apply_rope(q, interleaved=True) @ apply_rope(k, interleaved=True).T
+    mismatched = apply_rope(q) @ apply_rope(k).T
+    torch.testing.assert_close(mismatched.diagonal(), meant.diagonal())
+    off = ~torch.eye(20, dtype=torch.bool)
+    assert ((mismatched - meant)[off].abs() > 1e-3).float().mean() > 0.9
+    causal = torch.ones(20, 20, dtype=torch.bool).tril()
+    right = meant.masked_fill(~causal, float("-inf")).softmax(-1) @ v
+    wrong = mismatched.masked_fill(~causal, float("-inf")).softmax(-1) @ v
+    torch.testing.assert_close(wrong[0], right[0])
+    assert (wrong - right)[10:].norm(dim=-1).mean() > 0.5
+
+
+# --- ALiBi ----------------------------------------------------------------------------
+
+
+def test_eight_heads_get_the_papers_slopes():
+    assert alibi_slopes(8).tolist() == [1 / 2**h for h in range(1, 9)]
+
+
+@pytest.mark.parametrize("H", [1, 2, 4, 16, 32])
+def test_power_of_two_slopes_are_geometric(H):
+    start = 2 ** (-8 / H)
+    expected = [start * start**h for h in range(H)]
+    torch.testing.assert_close(alibi_slopes(H), torch.tensor(expected))
+
+
+def papers_slopes(n):
+    """The ALiBi paper's get_slopes, written out again."""
+
+    def power_of_2(n):
+        start = 2 ** (-(2 ** -(math.log2(n) - 3)))
+        return [start * start**i for i in range(n)]
+
+    if math.log2(n).is_integer():
+        return power_of_2(n)
+    closest = 2 ** math.floor(math.log2(n))
+    return power_of_2(closest) + papers_slopes(2 * closest)[0::2][: n - closest]
+
+
+def test_six_and_twelve_heads_follow_the_papers_code():
+    assert alibi_slopes(6).tolist() == [2**-2, 2**-4, 2**-6, 2**-8, 2**-1, 2**-3]
+    eights = [2 ** (-h) for h in range(1, 9)]  # the slopes for 8 heads
+    sixteen = [2 ** (-h / 2) for h in range(1, 17)]  # the slopes for 16 heads
+    expected = eights + [sixteen[0], sixteen[2], sixteen[4], sixteen[6]]
+    torch.testing.assert_close(alibi_slopes(12), torch.tensor(expected))
+
+
+@pytest.mark.parametrize("H", range(1, 41))
+def test_slopes_match_the_papers_code_for_every_head_count(H):
+    torch.testing.assert_close(alibi_slopes(H), torch.tensor(papers_slopes(H)))
+    assert alibi_slopes(H).dtype == torch.float32
+
+
+@pytest.mark.parametrize("H", [3, 5, 6, 12, 24])
+def test_slopes_for_other_head_counts_are_not_monotonic(H):
+    steps = alibi_slopes(H).diff()
+    assert (steps > 0).any() and (steps < 0).any()
+
+
+def alibi_by_loops(H, T_q, T_k):
+    slopes = papers_slopes(H)
+    bias = torch.empty(H, T_q, T_k, dtype=torch.float64)
+    for h in range(H):
+        for i in range(T_q):
+            p = i + T_k - T_q  # where query i sits among the keys
+            for j in range(T_k):
+                bias[h, i, j] = -slopes[h] * abs(p - j)
+    return bias
+
+
+@pytest.mark.parametrize("H, T_q, T_k", [(1, 1, 1), (8, 5, 5), (6, 3, 9), (12, 1, 7)])
+def test_alibi_bias_follows_the_definition(H, T_q, T_k):
+    bias = alibi_bias(H, T_q, T_k)
+    assert bias.shape == (H, T_q, T_k) and bias.dtype == torch.float32
+    torch.testing.assert_close(bias, alibi_by_loops(H, T_q, T_k).float())
+
+
+def test_alibi_bias_on_past_keys_is_minus_slope_times_distance():
+    bias, slopes = alibi_bias(4, 6), alibi_slopes(4)
+    for h in range(4):
+        for i in range(6):
+            for j in range(i + 1):
+                assert bias[h, i, j].item() == pytest.approx(-slopes[h] * (i - j))
+
+
+def test_alibi_bias_penalises_future_keys_by_their_distance():
+    bias = alibi_bias(2, 5)
+    torch.testing.assert_close(bias, bias.transpose(-2, -1))
+    assert (bias <= 0).all()
+    assert not torch.signbit(bias.diagonal(dim1=-2, dim2=-1)).any()  # +0.0
+
+
+def test_alibi_bias_aligns_the_last_query_with_the_last_key():
+    full = alibi_bias(4, 10)
+    cached = alibi_bias(4, 3, 10)  # 3 new queries after 7 cached tokens
+    torch.testing.assert_close(cached, full[:, 7:, :])
+    assert (cached[:, -1, -1] == 0).all()
+    assert (alibi_bias(4, 1, 10)[:, 0, :] == full[:, -1, :]).all()
+
+
+def test_alibi_bias_defaults_to_square():
+    assert torch.equal(alibi_bias(3, 4), alibi_bias(3, 4, 4))
+
+
+def test_future_entries_do_not_matter_under_a_causal_mask():
+    """The paper's code adds slope * j to every row; with a causal mask both
+    biases give the same attention weights."""
+    H, T = 4, 6
+    scores = torch.randn(H, T, T)
+    causal = torch.ones(T, T, dtype=torch.bool).tril()
+    slopes = alibi_slopes(H)
+    papers = slopes[:, None, None] * torch.arange(T)[None, None, :]  # (H, 1, T)
+    ours = (scores + alibi_bias(H, T)).masked_fill(~causal, float("-inf"))
+    theirs = (scores + papers).masked_fill(~causal, float("-inf"))
+    torch.testing.assert_close(ours.softmax(-1), theirs.softmax(-1))
+
+
+# --- errors -------------------------------------------------------------------------
+
+X = torch.randn(2, 3, 8)
+
+
+@pytest.mark.parametrize(
+    "call, error, fragments",
+    [
+        pytest.param(
+            lambda: apply_rope([[1.0, 2.0]]),
+            TypeError,
+            ["x must be a torch.Tensor", "got list"],
+            id="x-list",
+        ),
+        pytest.param(
+            lambda: apply_rope(torch.ones(3, 4, dtype=torch.long)),
+            TypeError,
+            ["x must be floating point", "torch.int64", "x.float()"],
+            id="x-int",
+        ),
+        pytest.param(
+            lambda: apply_rope(torch.ones(8)),
+            ValueError,
+            ["at least 2 dimensions", "(8,)", "unsqueeze"],
+            id="x-1d",
+        ),
+        pytest.param(
+            lambda: apply_rope(torch.ones(3, 5)),
+            ValueError,
+            ["x.shape[-1]=5 must be even", "(3, 5)"],
+            id="x-odd",
+        ),
+        pytest.param(
+            lambda: apply_rope(X, torch.arange(4)),
+            ValueError,
+            ["positions has 4 entries", "T=3", "torch.arange(start, start + 3)"],
+            id="positions-length",
+        ),
+        pytest.param(
+            lambda: apply_rope(X, torch.tensor([0.0, 1.0, 2.0])),
+            TypeError,
+            ["positions must hold integers", "torch.float32", "positions.long()"],
+            id="positions-float",
+        ),
+        pytest.param(
+            lambda: apply_rope(X, torch.tensor([True, False, True])),
+            TypeError,
+            ["positions must hold integers", "torch.bool"],
+            id="positions-bool",
+        ),
+        pytest.param(
+            lambda: apply_rope(X, torch.arange(6).reshape(2, 3)),
+            ValueError,
+            ["positions must be 1-D", "(2, 3)", "positions[0]"],
+            id="positions-2d",
+        ),
+        pytest.param(
+            lambda: apply_rope(X, [0, 1, 2]),
+            TypeError,
+            ["positions must be a torch.Tensor", "got list", "torch.arange(T)"],
+            id="positions-list",
+        ),
+        pytest.param(
+            lambda: apply_rope(X, base=0),
+            ValueError,
+            ["base must be a positive finite number", "base=0", "base=10000.0"],
+            id="base-zero",
+        ),
+        pytest.param(
+            lambda: apply_rope(X, base="10000"),
+            TypeError,
+            ["base must be a number", "str '10000'"],
+            id="base-str",
+        ),
+        pytest.param(
+            lambda: apply_rope(X, interleaved="yes"),
+            TypeError,
+            ["interleaved must be True or False", "str 'yes'"],
+            id="interleaved-str",
+        ),
+        pytest.param(
+            lambda: rope_permutation(7),
+            ValueError,
+            ["d=7 must be even"],
+            id="perm-odd",
+        ),
+        pytest.param(
+            lambda: rope_permutation(0),
+            ValueError,
+            ["d must be at least 2", "d=0"],
+            id="perm-zero",
+        ),
+        pytest.param(
+            lambda: rope_permutation(8.0),
+            TypeError,
+            ["d must be an int", "float 8.0"],
+            id="perm-float",
+        ),
+        pytest.param(
+            lambda: alibi_slopes(0),
+            ValueError,
+            ["num_heads must be at least 1", "num_heads=0"],
+            id="slopes-zero",
+        ),
+        pytest.param(
+            lambda: alibi_slopes(-4),
+            ValueError,
+            ["num_heads must be at least 1", "num_heads=-4"],
+            id="slopes-negative",
+        ),
+        pytest.param(
+            lambda: alibi_slopes(8.0),
+            TypeError,
+            ["num_heads must be an int", "float 8.0"],
+            id="slopes-float",
+        ),
+        pytest.param(
+            lambda: alibi_bias(0, 4),
+            ValueError,
+            ["num_heads must be at least 1", "num_heads=0"],
+            id="bias-heads",
+        ),
+        pytest.param(
+            lambda: alibi_bias(4, 5, 3),
+            ValueError,
+            ["T_q=5 is larger than T_k=3", "T_k >= T_q"],
+            id="bias-more-queries",
+        ),
+        pytest.param(
+            lambda: alibi_bias(4, 2.5),
+            TypeError,
+            ["T_q must be an int", "float 2.5"],
+            id="bias-float",
+        ),
+        pytest.param(
+            lambda: alibi_bias(4, 3, 0),
+            ValueError,
+            ["T_k must be at least 1", "T_k=0"],
+            id="bias-no-keys",
+        ),
+        pytest.param(
+            lambda: sinusoidal_positions(4, 5),
+            ValueError,
+            ["d_model=5 must be even"],
+            id="sinusoidal-odd",
+        ),
+        pytest.param(
+            lambda: sinusoidal_positions(4.0, 6),
+            TypeError,
+            ["context_length must be an int", "float 4.0"],
+            id="sinusoidal-float",
+        ),
+    ],
+)
+def test_errors_teach(call, error, fragments):
+    with pytest.raises(error, match=".*".join(map(re.escape, fragments))):
+        call()
