@@ -25,6 +25,7 @@ from urllib.parse import urlparse
 import nbformat
 import pytest
 
+from tests.test_figures import PATH_LIKE
 from tools.toc import ROOT, chapter_notebooks, core_chapters, resolve_entry, toc_entries
 
 HTML = ROOT / "_build" / "html"
@@ -89,8 +90,6 @@ FIGURE_FACTS = """async () => {
         };
     });
 }"""
-# Alt text that is a file name or a path, as myst-nb writes when given none.
-PATH_LIKE = r"\.(png|svg|jpe?g|gif)\b|_images/|^\.{0,2}/\S*$"
 # No figure may be shown below this share of its intended width at 1280 px.
 MIN_SHOWN = 0.75
 
