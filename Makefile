@@ -1,6 +1,8 @@
 # Attention, Executed - the commands a reader, an instructor and a maintainer need.
 #
 #   make book      build the website from the stored outputs; prints index.html's path
+#   make serve     serve the built website on http://127.0.0.1:8000 (PORT=...), where
+#                  its search shows an excerpt of every page it finds
 #   make test      lint, unit tests, nbval (strict), book build (-W), browser check
 #   make lab       JupyterLab on the chapters
 #   make outputs   re-execute every notebook in place (after editing a chapter)
@@ -18,8 +20,8 @@ BOOK_FLAGS := -W -n --keep-going
 WORKFLOWS := $(sort $(wildcard .github/workflows/*.yml))
 export PYTHONHASHSEED := 0
 
-.PHONY: all book book-all test lint unit nbval exercises site-check screenshots lab outputs \
-	student workshop workshop-check clean
+.PHONY: all book book-all serve test lint unit nbval exercises site-check screenshots lab \
+	outputs student workshop workshop-check clean
 
 all: test
 
@@ -42,6 +44,15 @@ book: $(STAMP)
 book-all: $(STAMP)
 	$(BIN)/jupyter-book build . --all $(BOOK_FLAGS)
 	@echo "The website is at $(CURDIR)/_build/html/index.html"
+
+# Opened from disk, the website works, but its search lists pages without an excerpt
+# (browsers do not let a page read other files from disk); over HTTP it shows them.
+# Only the standard library is needed, so no installation runs first. Ctrl+C stops it.
+PORT ?= 8000
+serve:
+	@test -f _build/html/index.html || { echo "no website in _build/html: run make book first"; exit 1; }
+	@echo "The website is at http://127.0.0.1:$(PORT)/ (Ctrl+C stops the server)"
+	$(PYTHON) -m http.server --bind 127.0.0.1 --directory _build/html $(PORT)
 
 # ruff, and the GitHub Actions workflows checked against the workflow schema that
 # check-jsonschema ships (no network needed).

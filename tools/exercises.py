@@ -25,6 +25,7 @@ read well in any notebook viewer.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 from typing import NamedTuple
@@ -238,6 +239,60 @@ _FENCE = re.compile(
 _COMMENT = re.compile(r"^%.*(?:\n|\Z)", re.M)
 _ROLE = re.compile(r"\{(ref|doc|numref|eq|term)\}`([^`]*)`")
 _NAMED = {"note": "Note", "tip": "Tip", "warning": "Warning", "important": "Important"}
+# A citation: {cite}`key` and {cite:p}`key` in parentheses, {cite:t}`key` in the
+# text; several keys are separated by commas.
+_CITE = re.compile(r"\{cite(?::([pt]))?\}`([^`]*)`")
+REFERENCES = Path(__file__).resolve().parent.parent / "references.bib"
+
+
+@functools.cache
+def _bibliography(path: Path):
+    from pybtex.database import parse_file
+
+    return parse_file(str(path), bib_format="bibtex").entries
+
+
+def citation(key: str, bibfile: Path = REFERENCES) -> tuple[str, str]:
+    """The authors and year of entry ``key`` of ``bibfile``, as the website's
+    author-year citations show them: one or two family names, or the first one and
+    "et al.".
+
+    >>> citation("vaswani2017attention")
+    ('Vaswani et al.', '2017')
+    >>> citation("kingma2015adam")
+    ('Kingma and Ba', '2015')
+    """
+    from pybtex.richtext import Text
+
+    entries = _bibliography(Path(bibfile))
+    if key not in entries:
+        raise ValueError(
+            f"no entry {key!r} in {Path(bibfile).name}: add it there, or cite one of "
+            f"its keys (for example {next(iter(entries), 'none')!r})"
+        )
+    entry = entries[key]
+    people = entry.persons.get("author") or entry.persons.get("editor") or []
+    names = [
+        str(Text.from_latex(" ".join(person.prelast_names + person.last_names)))
+        for person in people
+    ]
+    if not names or "year" not in entry.fields:
+        raise ValueError(
+            f"entry {key!r} of {Path(bibfile).name} needs authors and a year"
+        )
+    if len(names) > 2:
+        authors = f"{names[0]} et al."
+    else:
+        authors = " and ".join(names)
+    return authors, entry.fields["year"]
+
+
+def _cite(match):
+    kind, keys = match.groups()
+    cited = [citation(key.strip()) for key in keys.split(",") if key.strip()]
+    if kind == "t":
+        return ", ".join(f"{authors} ({year})" for authors, year in cited)
+    return "(" + "; ".join(f"{authors}, {year}" for authors, year in cited) + ")"
 
 
 def _role(match):
@@ -259,8 +314,9 @@ def plain_markdown(source: str, number: str = "") -> str:
     """MyST directives and roles of a Markdown cell as plain Markdown.
 
     Exercises and admonitions become block quotes with a bold title, ``{math}``
-    becomes ``$$ ... $$``, cross-references become their text and the solution
-    markers become a bold "Solution".
+    becomes ``$$ ... $$``, cross-references become their text, citations the
+    authors and year of their entry in ``references.bib`` and the solution markers
+    become a bold "Solution".
 
     >>> print(plain_markdown("```{admonition} Why?\\n:class: tip\\nBecause.\\n```"))
     > **Why?**
@@ -274,6 +330,8 @@ def plain_markdown(source: str, number: str = "") -> str:
     > Skip
     >>> plain_markdown("% end of deep dive")
     ''
+    >>> plain_markdown("as {cite:t}`shaw2018self` showed {cite:p}`raffel2020exploring`")
+    'as Shaw et al. (2018) showed (Raffel et al., 2020)'
     """
 
     def directive(match):
@@ -295,7 +353,7 @@ def plain_markdown(source: str, number: str = "") -> str:
         raise ValueError(f"no plain Markdown for the directive {{{name}}}")
 
     text = _FENCE.sub(directive, _COMMENT.sub("", source))
-    return _ROLE.sub(_role, text).strip("\n")
+    return _CITE.sub(_cite, _ROLE.sub(_role, text)).strip("\n")
 
 
 def _chapter_number(path: Path) -> str:

@@ -154,6 +154,7 @@ def test_exercises_and_admonitions_show_their_titles(seen):
     text = seen["text"]
     assert "{exercise}" not in text and "{admonition}" not in text, text[:2000]
     assert "{term}" not in text, "a glossary link is shown as raw text"
+    assert "{cite" not in text, "a citation is shown as raw text"
     assert ":label:" not in text and ":class:" not in text
     assert "The context vector of “sun!”" in text
     assert "Why a dot product?" in text

@@ -66,18 +66,26 @@ IMAGE_FACTS = """() => Array.from(document.querySelectorAll('main img')).map((im
     width: img.naturalWidth,
 }))"""
 
-# Every figure of a page, measured with every collapsed box (solutions, deep dives)
-# opened, so that hidden figures are measured too. "width" is the display width
+# Every figure of a page's article (not the logos of the buttons above it), measured
+# with every collapsed box (solutions, deep dives) opened, so that hidden figures are
+# measured too. "width" is the display width
 # the notebook asked for (myst-nb writes it as style="width: ...px"); "shown" the
 # width the browser gives the image.
-FIGURE_FACTS = """async () => {
+# Opens every collapsed box of a page (solutions, deep dives) and waits a frame.
+OPEN_EVERY_BOX = """
     document.querySelectorAll('details').forEach((box) => { box.open = true; });
     document.querySelectorAll('.toggle-hidden').forEach(
         (box) => box.classList.remove('toggle-hidden'));
     document.querySelectorAll('.toggle-details__container, .toggle-details__content')
         .forEach((box) => { box.style.display = 'block'; });
     await new Promise((done) => requestAnimationFrame(() => setTimeout(done, 50)));
-    return Array.from(document.querySelectorAll('main img')).map((img) => {
+"""
+FIGURE_FACTS = (
+    """async () => {"""
+    + OPEN_EVERY_BOX
+    + """
+    const images = document.querySelectorAll('article.bd-article img');
+    return Array.from(images).map((img) => {
         const figure = img.closest('figure');
         const caption = figure && figure.querySelector('figcaption');
         return {
@@ -90,6 +98,7 @@ FIGURE_FACTS = """async () => {
         };
     });
 }"""
+)
 # No figure may be shown below this share of its intended width at 1280 px.
 MIN_SHOWN = 0.75
 
@@ -161,25 +170,31 @@ class Visit:
     figures: list[dict] | None = None
 
 
+async def load(page, log: PageLog, url: str) -> None:
+    """Open ``url`` in ``page`` (whose requests ``log`` routes and records) and wait
+    until MathJax has typeset the page and no request has been open for a while."""
+    response = await page.goto(url, wait_until="load")
+    if url.startswith("http") and (response is None or not response.ok):
+        status = response.status if response is not None else "no response"
+        log.problems.append(f"the page did not load ({status})")
+    if await page.locator('script[src*="mathjax"]').count():
+        # MathJax typesets after load; wait until it says it has finished.
+        await page.wait_for_function(
+            "() => window.MathJax && MathJax.startup && MathJax.startup.promise",
+            timeout=MATHJAX_TIMEOUT_MS,
+            polling=100,
+        )
+        await page.evaluate("() => MathJax.startup.promise")
+    await log.settled()
+
+
 async def _visit(context, url, origin_url, screenshot, screenshot_turn) -> Visit:
     page = await context.new_page()
     log = PageLog(page, origin_url)
     await page.route("**/*", log.route)
     visit = Visit(problems=log.problems)
     try:
-        response = await page.goto(url, wait_until="load")
-        if url.startswith("http") and (response is None or not response.ok):
-            status = response.status if response is not None else "no response"
-            log.problems.append(f"the page did not load ({status})")
-        if await page.locator('script[src*="mathjax"]').count():
-            # MathJax typesets after load; wait until it says it has finished.
-            await page.wait_for_function(
-                "() => window.MathJax && MathJax.startup && MathJax.startup.promise",
-                timeout=MATHJAX_TIMEOUT_MS,
-                polling=100,
-            )
-            await page.evaluate("() => MathJax.startup.promise")
-        await log.settled()
+        await load(page, log, url)
         visit.math = await page.evaluate(MATH_FACTS)
         visit.images = await page.evaluate(IMAGE_FACTS)
         if screenshot is not None:
