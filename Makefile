@@ -6,6 +6,9 @@
 #   make test      lint, unit tests, nbval (strict), book build (-W), browser check
 #   make lab       JupyterLab on the chapters
 #   make outputs   re-execute every notebook in place (after editing a chapter)
+#   make bench     time plain, tiled and PyTorch's attention and measure their peak
+#                  memory (Chapter 9); writes chapters/data/bench-cpu.json. Minutes
+#                  long, not part of make test: run it on a quiet machine
 #   make workshop  a folder and a zip for a workshop without Wi-Fi: student notebooks,
 #                  solutions, the package as a wheel, pinned requirements, a README
 #
@@ -21,7 +24,7 @@ WORKFLOWS := $(sort $(wildcard .github/workflows/*.yml))
 export PYTHONHASHSEED := 0
 
 .PHONY: all book book-all serve test lint unit nbval exercises site-check screenshots lab \
-	outputs student workshop workshop-check clean
+	outputs student workshop workshop-check bench clean
 
 all: test
 
@@ -89,6 +92,9 @@ lab: $(STAMP)
 
 outputs: $(STAMP)
 	$(BIN)/python -m tools.notebooks execute $(NOTEBOOKS)
+
+bench: $(STAMP)
+	$(BIN)/python -m tools.bench
 
 student: $(STAMP)
 	$(BIN)/python -m tools.notebooks student _build/student

@@ -19,8 +19,22 @@ positions
 order_task
     Chapter 7's order-dependent task (copy the previous token) and its training and
     per-position accuracy.
+block
+    The transformer block (attention and a feed-forward network, each in a
+    residual, pre- or post-norm) that Chapter 6's encoder and Chapter 8's GPT share.
 seq2seq
     A small encoder-decoder transformer, greedy decoding and training (Chapter 6).
+corpus
+    Python's own documentation as English text, a character tokenizer, training
+    windows (Chapter 8).
+gpt
+    A decoder-only language model, ``generate`` and its training (Chapter 8).
+training
+    The learning-rate schedule, parameter counts and eval mode that the models of
+    Chapters 6 and 8 share.
+efficient
+    Online softmax, tiled attention (the score matrix one tile at a time) and
+    sliding-window masks (Chapter 9).
 data
     The toy sentences used throughout the course.
 walkthrough
@@ -43,17 +57,23 @@ shapes
 The modules import only downwards, with no cycle (a test checks it): ``_validate``,
 ``shapes``, ``data``, ``masks``, ``translation``, ``positions`` and ``order_task``
 import nothing of the package but ``_validate``; ``functional`` builds on ``masks``;
-``modules`` and ``walkthrough`` on ``functional``; ``seq2seq`` on ``modules`` and
-``positions``; ``plot`` draws what ``walkthrough`` computes and ``diagrams`` uses
-``plot``'s figures; ``checks`` use all of these; ``explorer`` comes last.
+``modules``, ``walkthrough`` and ``efficient`` on ``functional``; ``block`` on
+``modules``; ``training`` and ``corpus`` on ``_validate`` only; ``seq2seq`` on
+``block``, ``positions`` and ``training``; ``gpt`` on those and ``corpus``;
+``plot`` draws what ``walkthrough`` computes and ``diagrams`` uses ``plot``'s
+figures; ``checks`` use all of these; ``explorer`` comes last.
 """
 
 from . import (
+    block,
     checks,
+    corpus,
     data,
     diagrams,
+    efficient,
     explorer,
     functional,
+    gpt,
     masks,
     modules,
     order_task,
@@ -61,11 +81,14 @@ from . import (
     positions,
     seq2seq,
     shapes,
+    training,
     translation,
     walkthrough,
 )
 from .data import ToySentence, hello_shiny_sun, your_journey
+from .efficient import online_softmax, sliding_window_mask, tiled_attention
 from .functional import scaled_dot_product_attention
+from .gpt import GPT, GPTConfig, generate
 from .masks import (
     causal_mask,
     key_padding_to_attn_mask,
@@ -93,6 +116,8 @@ from .seq2seq import Seq2SeqConfig, Seq2SeqTransformer
 __all__ = [
     "CausalAttention",
     "CrossAttention",
+    "GPT",
+    "GPTConfig",
     "MultiHeadAttention",
     "MultiHeadAttentionWrapper",
     "SelfAttentionV1",
@@ -105,15 +130,21 @@ __all__ = [
     "alibi_slopes",
     "apply_rope",
     "causal_mask",
+    "block",
     "checks",
+    "corpus",
     "data",
     "diagrams",
+    "efficient",
     "explorer",
     "functional",
+    "generate",
+    "gpt",
     "hello_shiny_sun",
     "key_padding_to_attn_mask",
     "masks",
     "modules",
+    "online_softmax",
     "order_task",
     "padding_mask",
     "plot",
@@ -122,8 +153,11 @@ __all__ = [
     "scaled_dot_product_attention",
     "seq2seq",
     "shapes",
+    "training",
     "sinusoidal_positions",
+    "sliding_window_mask",
     "to_additive_mask",
+    "tiled_attention",
     "translation",
     "walkthrough",
     "your_journey",

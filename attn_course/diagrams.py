@@ -18,6 +18,7 @@ function                   chapter     shows
 :func:`multi_head`         5           split into heads, attend, merge, out_proj
 :func:`encoder_decoder`    6           where Q, K and V come from in each attention
 :func:`position_methods`   7           where each kind of position enters attention
+:func:`gpt_model`          8           a decoder-only model: blocks, residuals, head
 =========================  ==========  ===================================
 
 Each returns a :class:`matplotlib.figure.Figure`; ``diagram_text(fig)`` lists the
@@ -48,6 +49,7 @@ __all__ = [
     "diagram_text",
     "dropout_placement",
     "encoder_decoder",
+    "gpt_model",
     "multi_head",
     "position_methods",
     "query_pipeline",
@@ -224,26 +226,26 @@ def _step_heights(steps):
 _GAP = 0.28  # between two boxes of a column
 
 
-def _flow(steps, *, header=0.0):
-    """A column of boxes joined by arrows, top to bottom, under ``header`` inches
-    left free for other boxes; returns the canvas and the column's boxes.
+def _column(steps, heights, *, header, centre_x, widths, gap, fan):
+    """Draw ``steps`` as a column of boxes joined by arrows, top to bottom, under
+    ``header`` inches left free; returns the canvas and the boxes.
 
-    ``steps`` holds ``(text, detail, kind, stack)``: ``detail`` (or None) is written
-    under ``text`` in a fixed-width font, ``kind`` is "tensor", "operation" or
-    "highlight", and ``stack`` > 1 draws copies behind the box (one per head).
+    ``widths`` maps a step's kind to its box width; the copies behind a stacked box
+    (one per head) are shifted by ``fan = (dx, dy)`` inches per copy.
     """
-    heights = _step_heights(steps)
-    total = header + sum(heights) + _GAP * (len(steps) - 1) + 0.3
+    total = header + sum(heights) + gap * (len(steps) - 1) + 0.3
     canvas = _Canvas(WIDTH, total)
     y, boxes = total - header - 0.15, []
     for (text, detail, kind, stack), height in zip(steps, heights, strict=True):
         centre = y - height / 2
-        width = 4.0 if kind == "tensor" else 4.4
+        width = widths(kind)
         for layer in range(min(stack, 4) - 1, 0, -1):  # the other heads, behind
-            offset = 0.06 * layer
             canvas.ax.add_patch(
                 FancyBboxPatch(
-                    (WIDTH / 2 - width / 2 + offset, centre - height / 2 + offset),
+                    (
+                        centre_x - width / 2 + fan[0] * layer,
+                        centre - height / 2 + fan[1] * layer,
+                    ),
                     width,
                     height,
                     boxstyle="square,pad=0.02",
@@ -253,7 +255,7 @@ def _flow(steps, *, header=0.0):
                 )
             )
         box = canvas.box(
-            WIDTH / 2,
+            centre_x,
             centre,
             text,
             detail=detail,
@@ -264,8 +266,71 @@ def _flow(steps, *, header=0.0):
         if boxes:
             _down(canvas, boxes[-1], box)
         boxes.append(box)
-        y -= height + _GAP
+        y -= height + gap
     return canvas, boxes
+
+
+def _flow(steps, *, header=0.0):
+    """A column of boxes joined by arrows, top to bottom, under ``header`` inches
+    left free for other boxes; returns the canvas and the column's boxes.
+
+    ``steps`` holds ``(text, detail, kind, stack)``: ``detail`` (or None) is written
+    under ``text`` in a fixed-width font, ``kind`` is "tensor", "operation" or
+    "highlight", and ``stack`` > 1 draws copies behind the box (one per head).
+    """
+    return _column(
+        steps,
+        _step_heights(steps),
+        header=header,
+        centre_x=WIDTH / 2,
+        widths=lambda kind: 4.0 if kind == "tensor" else 4.4,
+        gap=_GAP,
+        fan=(0.06, 0.06),
+    )
+
+
+def _side_column(steps, *, centre_x=2.1, width=3.7, gap=0.26):
+    """A column of boxes joined by arrows, left of centre so that residual arcs
+    (:func:`_residual`) fit on its right; returns the canvas and the boxes.
+
+    ``steps`` are as for :func:`_flow`; the copies of a stacked box (one per head)
+    fan out to the right, clear of the arrows.
+    """
+    return _column(
+        steps,
+        [0.62 if detail else 0.38 for _, detail, _, _ in steps],
+        header=0.0,
+        centre_x=centre_x,
+        widths=lambda kind: width,
+        gap=gap,
+        fan=(0.08, 0.0),
+    )
+
+
+def _residual(canvas, start, end, label, *, side=WIDTH - 0.3, start_dy=0.0, end_dy=0.0):
+    """An arc on the right from box ``start`` to box ``end``, with ``label`` along
+    it: the residual stream carried around the steps between them. ``start_dy`` and
+    ``end_dy`` move its ends up or down, so that two arcs can meet at one box."""
+    start_middle = (start[1] + start[3]) / 2 + start_dy
+    end_middle = (end[1] + end[3]) / 2 + end_dy
+    canvas.ax.plot(
+        [start[2] + 0.02, side, side],
+        [start_middle, start_middle, end_middle],
+        color="#333333",
+        lw=1.3,
+        solid_capstyle="butt",
+    )
+    canvas.arrow((side, end_middle), (end[2] + 0.02, end_middle))
+    canvas.text(
+        side + 0.08,
+        (start_middle + end_middle) / 2,
+        label,
+        rotation=90,
+        ha="left",
+        va="center",
+        fontsize=FONT_SIZE - 1,
+        style="italic",
+    )
 
 
 # --- Chapter 1 ---------------------------------------------------------------------
@@ -909,59 +974,92 @@ def position_methods(ids, d_model, num_heads, vocab_size):
         ("feed-forward: D → 4D → vocab_size", None, "operation", 1),
         ("logits", _shape(("B", "T", "vocab_size"), (B, T, V)), "tensor", 1),
     ]
-    heights = [0.62 if detail else 0.38 for _, detail, _, _ in steps]
-    gap, centre_x, width = 0.26, 2.1, 3.7
-    total = sum(heights) + gap * (len(steps) - 1) + 0.3
-    canvas = _Canvas(WIDTH, total)
-    y, boxes = total - 0.15, []
-    for (label, detail, kind, stack), height in zip(steps, heights, strict=True):
-        centre = y - height / 2
-        for layer in range(min(stack, 4) - 1, 0, -1):  # the other heads, behind:
-            canvas.ax.add_patch(  # fanned out to the right, clear of the arrows
-                FancyBboxPatch(
-                    (centre_x - width / 2 + 0.08 * layer, centre - height / 2),
-                    width,
-                    height,
-                    boxstyle="square,pad=0.02",
-                    facecolor=TENSOR_FILL,
-                    edgecolor=TENSOR_EDGE,
-                    lw=1,
-                )
-            )
-        box = canvas.box(
-            centre_x,
-            centre,
-            label,
-            detail=detail,
-            kind=kind,
-            width=width,
-            height=height,
-        )
-        if boxes:
-            _down(canvas, boxes[-1], box)
-        boxes.append(box)
-        y -= height + gap
+    canvas, boxes = _side_column(steps)
     # The residual connection: x goes around the attention and is added back.
-    x_box, sum_box = boxes[3], boxes[11]
-    side = WIDTH - 0.3
-    x_middle = (x_box[1] + x_box[3]) / 2
-    sum_middle = (sum_box[1] + sum_box[3]) / 2
-    canvas.ax.plot(
-        [x_box[2] + 0.02, side, side],
-        [x_middle, x_middle, sum_middle],
-        color="#333333",
-        lw=1.3,
-        solid_capstyle="butt",
-    )
-    canvas.arrow((side, sum_middle), (sum_box[2] + 0.02, sum_middle))
-    canvas.text(
-        side + 0.08,
-        (x_middle + sum_middle) / 2,
-        "residual: x is added back",
-        rotation=90,
-        ha="left",
-        va="center",
-        fontsize=FONT_SIZE - 1,
-        style="italic",
-    )
+    _residual(canvas, boxes[3], boxes[11], "residual: x is added back")
+    return canvas.fig
+
+
+# --- Chapter 8 ---------------------------------------------------------------------
+
+
+def gpt_model(idx, config):
+    """A decoder-only model (a GPT) from token ids to logits, with one batch's shapes.
+
+    The token vectors form the *residual stream*: each half of a block reads it
+    through a layer norm and adds its output back (the arcs on the right). Blocks 2
+    to ``num_layers`` repeat the first one's steps; a final norm and the output layer
+    (sharing the token embedding's weights when ``tie_weights``) give the logits.
+    Introduced in Chapter 8.
+
+    Parameters
+    ----------
+    idx : torch.Tensor
+        Token ids of one batch, ``(B, T)``.
+    config : attn_course.gpt.GPTConfig
+        The model's sizes.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    idx : (B, T)
+
+    Examples
+    --------
+    >>> from attn_course.gpt import GPTConfig
+    >>> config = GPTConfig(vocab_size=103, context_length=64, num_layers=4)
+    >>> lines = diagram_text(gpt_model(torch.zeros(32, 64, dtype=torch.long), config))
+    >>> "(B, T, V) = (32, 64, 103)" in lines
+    True
+    """
+    idx = require_tensor(idx, "idx")
+    if idx.ndim != 2:
+        raise ValueError(
+            f"idx must hold token ids of shape (B, T), 2-D, got shape "
+            f"{tuple(idx.shape)}; for one sequence use idx[None]"
+        )
+    B, T = idx.shape
+    c = config
+    D, H, V, L = c.d_model, c.num_heads, c.vocab_size, c.num_layers
+    positions = "position_embedding" if c.positions == "learned" else "sinusoids"
+    head = "head = token_embedding.weightᵀ" if c.tie_weights else "head"
+    steps = [
+        ("token ids idx", _shape(("B", "T"), (B, T)), "tensor", 1),
+        (
+            f"token_embedding + {positions}",
+            f"tables (V, D) = {(V, D)} and {(c.context_length, D)}",
+            "operation",
+            1,
+        ),
+        ("x: the residual stream", _shape(("B", "T", "D"), (B, T, D)), "tensor", 1),
+        (
+            "norm1, causal multi-head attention",
+            "weights " + _shape(("B", "H", "T", "T"), (B, H, T, T)),
+            "highlight",
+            H,
+        ),
+        ("x + attention(norm1(x))", _shape(("B", "T", "D"), (B, T, D)), "tensor", 1),
+        (
+            "norm2, feed-forward D → d_ff → D",
+            "hidden " + _shape(("B", "T", "d_ff"), (B, T, c.d_ff)),
+            "operation",
+            1,
+        ),
+        ("x + feed_forward(norm2(x))", _shape(("B", "T", "D"), (B, T, D)), "tensor", 1),
+        (
+            f"blocks 2 to {L}: the same steps" if L > 1 else "one block only",
+            f"num_layers = {L}",
+            "operation",
+            1,
+        ),
+        (f"final_norm, {head}", None, "operation", 1),
+        ("logits", _shape(("B", "T", "V"), (B, T, V)), "tensor", 1),
+    ]
+    canvas, boxes = _side_column(steps)
+    _residual(canvas, boxes[2], boxes[4], "residual", end_dy=0.08)
+    _residual(canvas, boxes[4], boxes[6], "residual", start_dy=-0.08)
     return canvas.fig

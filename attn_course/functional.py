@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from ._validate import (
+    kind_of,
     require_bool_mask,
     require_floating,
     require_positive,
@@ -36,6 +37,7 @@ def scaled_dot_product_attention(
     is_causal=False,
     scale=None,
     *,
+    enable_gqa=False,
     return_weights=False,
     training=True,
     generator=None,
@@ -47,7 +49,8 @@ def scaled_dot_product_attention(
     steps: scores, scale, mask, softmax, dropout, weighted sum of the values. The
     leading ``...`` dimensions of query, key and value broadcast against each other,
     so one key/value tensor can serve a whole batch of queries; ``attn_mask`` only
-    needs to broadcast to the scores shape. Introduced in Chapter 1.
+    needs to broadcast to the scores shape. Introduced in Chapter 1;
+    ``enable_gqa`` in Chapter 9.
 
     Parameters
     ----------
@@ -73,6 +76,15 @@ def scaled_dot_product_attention(
         ``attn_mask``.
     scale : float, optional
         Factor the scores are multiplied by; ``None`` means ``1 / sqrt(d_k)``.
+    enable_gqa : bool, default False
+        Grouped-query attention: key and value may have fewer heads than query.
+        The heads are dimension -3, so query is ``(..., H_q, T_q, d_k)`` and key
+        ``(..., H_kv, T_k, d_k)`` with ``H_q`` a multiple of ``H_kv``; each key head
+        serves ``H_q // H_kv`` consecutive query heads (key head 0 serves query
+        heads ``0 .. H_q // H_kv - 1``, and so on), and the same for value. This
+        is done, as in PyTorch, by repeating every key and value head with
+        ``repeat_interleave`` before step 1. Without it, differing head counts
+        must broadcast like any other batch dimension.
     return_weights : bool, default False
         Also return the attention weights.
     training : bool, default True
@@ -92,7 +104,8 @@ def scaled_dot_product_attention(
         Only if ``return_weights=True``: the weights actually used, after masking and
         dropout, so that ``output == weights @ value``. Each row sums to 1 (before
         dropout). A query whose keys are *all* masked gets a row of zeros and an
-        output of zeros, exactly as PyTorch returns.
+        output of zeros, exactly as PyTorch returns. With ``enable_gqa=True`` the
+        weights have one head per *query* head.
 
     Shapes
     ------
@@ -109,13 +122,16 @@ def scaled_dot_product_attention(
     TypeError
         If query, key, value or attn_mask is not a tensor, if query, key and value
         are not floating point with one shared dtype, if attn_mask is neither bool
-        nor floating point, or if dropout_p or scale is not a number.
+        nor floating point, if dropout_p or scale is not a number, or if
+        enable_gqa is not a bool.
     ValueError
         If an input has fewer than 2 dimensions, query and key differ in ``d_k``,
         key and value differ in ``T_k``, the batch dimensions do not broadcast,
         attn_mask does not broadcast to the scores shape, attn_mask is given with
         ``is_causal=True``, dropout_p is outside ``[0, 1)``, or scale is not a
-        positive finite number.
+        positive finite number; with ``enable_gqa=True``, if an input has fewer
+        than 3 dimensions or the query heads are not a multiple of the key (or
+        value) heads.
 
     Examples
     --------
@@ -147,7 +163,29 @@ def scaled_dot_product_attention(
     >>> out.round(decimals=2)
     tensor([[0.6700, 0.3300],
             [0.0000, 0.0000]])
+
+    Grouped-query attention: 4 query heads share 2 key/value heads, so query heads
+    0 and 1 read key/value head 0, and query heads 2 and 3 read head 1:
+
+    >>> q = torch.randn(1, 4, 3, 8)  # (B, H_q=4, T_q, d_k)
+    >>> k, v = torch.randn(1, 2, 5, 8), torch.randn(1, 2, 5, 8)  # H_kv=2
+    >>> out = scaled_dot_product_attention(q, k, v, enable_gqa=True)
+    >>> out.shape
+    torch.Size([1, 4, 3, 8])
+    >>> head_1 = scaled_dot_product_attention(q[:, 1], k[:, 0], v[:, 0])
+    >>> torch.allclose(out[:, 1], head_1)
+    True
     """
+    if not isinstance(enable_gqa, bool):
+        raise TypeError(
+            f"enable_gqa must be True or False, got {kind_of(enable_gqa)} "
+            f"{enable_gqa!r}; pass enable_gqa=True when key and value have fewer "
+            "heads than query"
+        )
+    if enable_gqa:
+        # Step 0 (grouped-query attention): one copy of each key/value head for
+        # every query head it serves, so that the heads line up one to one.
+        key, value = _repeat_key_value_heads(query, key, value)
     scores_shape, dropout_p, scale = _check_inputs(
         query, key, value, attn_mask, dropout_p, is_causal, scale
     )
@@ -174,11 +212,16 @@ def scaled_dot_product_attention(
     # would give NaN there (-inf - -inf), so, like PyTorch, we return weights of 0
     # for such rows. Setting their scores to 0 first keeps the softmax, and its
     # gradient, free of NaN.
-    # (..., T_q, T_k) -> (..., T_q, 1)
-    fully_masked = torch.isneginf(scores).all(dim=-1, keepdim=True)
-    scores = scores.masked_fill(fully_masked, 0.0)
-    weights = torch.softmax(scores, dim=-1)
-    weights = weights.masked_fill(fully_masked, 0.0)
+    # A causal mask alone never blocks a whole row (key 0 is always allowed), so
+    # the check is skipped there: it costs as much as the softmax itself.
+    if is_causal:
+        weights = torch.softmax(scores, dim=-1)
+    else:
+        # (..., T_q, T_k) -> (..., T_q, 1)
+        fully_masked = torch.isneginf(scores).all(dim=-1, keepdim=True)
+        scores = scores.masked_fill(fully_masked, 0.0)
+        weights = torch.softmax(scores, dim=-1)
+        weights = weights.masked_fill(fully_masked, 0.0)
 
     # Step 5: dropout on the weights (not on the scores). Each weight is kept with
     # probability 1 - p and scaled by 1 / (1 - p), so its expected value is unchanged.
@@ -219,6 +262,44 @@ _SHARED_SIZES = (
         "pass the same tokens as keys and values",
     ),
 )
+
+
+def _repeat_key_value_heads(query, key, value):
+    """Key and value with each head repeated for its group of query heads.
+
+    For ``enable_gqa=True``: heads are dimension -3, and a key (or value) with
+    ``H_kv`` heads has each head repeated ``H_q // H_kv`` times in a row, so that
+    key head ``h`` lines up with query heads ``h * group .. (h + 1) * group - 1``.
+    """
+    tensors = {"query": query, "key": key, "value": value}
+    for name, tensor in tensors.items():
+        require_tensor(tensor, name)
+        if tensor.dim() < 3:
+            raise ValueError(
+                f"enable_gqa=True needs a head dimension: {name} must have at least 3 "
+                f"dimensions (..., H, length, features), got shape "
+                f"{tuple(tensor.shape)}; add one, e.g. {name}.unsqueeze(-3), or leave "
+                "enable_gqa=False"
+            )
+    H_q = query.size(-3)
+    repeated = []
+    for name in ("key", "value"):
+        tensor = tensors[name]
+        H_kv = tensor.size(-3)
+        if H_q % H_kv != 0:
+            divisors = [n for n in range(1, H_q + 1) if H_q % n == 0]
+            raise ValueError(
+                "with enable_gqa=True the number of query heads must be a multiple of "
+                f"the number of {name} heads (dimension -3), got query "
+                f"{tuple(query.shape)} with H_q={H_q} heads and {name} "
+                f"{tuple(tensor.shape)} with H_kv={H_kv} heads; give {name} a number "
+                f"of heads that divides {H_q}: one of {divisors}"
+            )
+        group = H_q // H_kv  # how many query heads share one key/value head
+        repeated.append(
+            tensor.repeat_interleave(group, dim=-3) if group > 1 else tensor
+        )
+    return repeated
 
 
 def _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, scale):
@@ -262,7 +343,7 @@ def _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, scale):
             "the batch dimensions (all but the last two) of query, key and value "
             f"must broadcast, got query {batch_shapes[0]}, key {batch_shapes[1]} and "
             f"value {batch_shapes[2]}; make each batch dimension equal, or 1 where a "
-            "tensor is shared"
+            f"tensor is shared{_gqa_hint(query, key, value)}"
         ) from None
     scores_shape = (*batch, query.size(-2), key.size(-2))
 
@@ -286,6 +367,21 @@ def _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, scale):
             )
         _check_mask(attn_mask, scores_shape)
     return scores_shape, dropout_p, scale
+
+
+def _gqa_hint(query, key, value):
+    """A hint to pass ``enable_gqa=True`` when key and value have fewer heads."""
+    if min(t.dim() for t in (query, key, value)) < 3:
+        return ""
+    H_q = query.size(-3)
+    # Head counts that cannot broadcast against H_q (a count of 1 always does).
+    fewer = {t.size(-3) for t in (key, value)} - {1, H_q}
+    if not fewer or any(H_q % H_kv for H_kv in fewer):
+        return ""
+    return (
+        f"; if key and value have fewer heads than query (H_kv={min(fewer)} "
+        f"against H_q={H_q}, grouped-query attention), pass enable_gqa=True"
+    )
 
 
 def _check_mask(attn_mask, scores_shape):

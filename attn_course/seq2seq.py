@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import math
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -50,8 +49,10 @@ from ._validate import (
     require_probability,
     require_tensor,
 )
+from .block import FeedForward, TransformerBlock
 from .modules import CrossAttention, MultiHeadAttention
 from .positions import sinusoidal_positions
+from .training import count_parameters, evaluating, lr_at
 from .translation import iterate_batches
 
 __all__ = [
@@ -159,44 +160,14 @@ class Seq2SeqConfig:
             )
 
 
-class FeedForward(nn.Module):
-    """Two linear layers with a ReLU between them, applied to each token on its own.
-
-    Introduced in Chapter 6.
-
-    Shapes
-    ------
-    Letters: see attn_course.shapes.
-    x : (B, T, D) -> (B, T, D)
-
-    Examples
-    --------
-    >>> ff = FeedForward(d_model=8, d_ff=16)
-    >>> ff(torch.zeros(2, 3, 8)).shape
-    torch.Size([2, 3, 8])
-    """
-
-    def __init__(self, d_model, d_ff, dropout=0.0):
-        super().__init__()
-        self.net = nn.Sequential(
-            nn.Linear(d_model, d_ff),  # (B, T, D) -> (B, T, d_ff)
-            nn.ReLU(),
-            nn.Linear(d_ff, d_model),  # (B, T, d_ff) -> (B, T, D)
-            nn.Dropout(dropout),
-        )
-
-    def forward(self, x):
-        """Transform every token vector; see the class docstring for shapes."""
-        return self.net(x)
-
-
-class EncoderLayer(nn.Module):
+class EncoderLayer(TransformerBlock):
     """Bidirectional self-attention and a feed-forward network, each in a residual.
 
     ``x = x + attention(norm(x))`` then ``x = x + feed_forward(norm(x))``: every
     source token may attend to every real source token, before and after it.
     ``forward(x, src_mask, return_weights=False)`` takes a bool ``src_mask``,
-    ``True`` = real token, and also returns the weights when asked.
+    ``True`` = real token, and also returns the weights when asked. A
+    :class:`attn_course.block.TransformerBlock` with ``causal=False`` and ReLU.
     Introduced in Chapter 6.
 
     Parameters
@@ -222,23 +193,15 @@ class EncoderLayer(nn.Module):
     """
 
     def __init__(self, d_model, num_heads, d_ff, context_length, dropout=0.0):
-        super().__init__()
-        self.norm1 = nn.LayerNorm(d_model)
-        self.self_attn = MultiHeadAttention(
-            d_model, d_model, context_length, dropout, num_heads, causal=False
+        super().__init__(
+            d_model,
+            num_heads,
+            d_ff,
+            context_length,
+            dropout,
+            causal=False,
+            activation="relu",
         )
-        self.norm2 = nn.LayerNorm(d_model)
-        self.feed_forward = FeedForward(d_model, d_ff, dropout)
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(self, x, src_mask, *, return_weights=False):
-        """Update every source token; see the class docstring for shapes."""
-        attended, weights = self.self_attn(
-            self.norm1(x), key_padding_mask=src_mask, return_weights=True
-        )  # (B, T_s, D), (B, H, T_s, T_s)
-        x = x + self.dropout(attended)
-        x = x + self.feed_forward(self.norm2(x))
-        return (x, weights) if return_weights else x
 
 
 class DecoderLayer(nn.Module):
@@ -539,63 +502,6 @@ class Seq2SeqTransformer(nn.Module):
         return self.decode(tgt_in, memory, src != self.config.pad_id)
 
 
-def count_parameters(model):
-    """Number of trainable parameters. Introduced in Chapter 6.
-
-    Examples
-    --------
-    >>> count_parameters(nn.Linear(3, 2))  # 3 * 2 weights + 2 biases
-    8
-    """
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
-
-
-@contextmanager
-def evaluating(model):
-    """Put ``model`` in eval mode for a ``with`` block, then restore its modes.
-
-    Eval mode turns dropout off, so that a model measured or decoded inside the
-    block gives its deterministic output. On leaving the block, every submodule gets
-    back the mode it had before, also when the block raises; a model that was
-    training goes on training. Introduced in Chapter 6.
-
-    Parameters
-    ----------
-    model : torch.nn.Module
-
-    Yields
-    ------
-    torch.nn.Module
-        ``model`` itself, in eval mode.
-
-    Raises
-    ------
-    TypeError
-        If ``model`` is not a :class:`torch.nn.Module`.
-
-    Examples
-    --------
-    >>> model = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.5))
-    >>> with evaluating(model):
-    ...     model.training, model[1].training
-    (False, False)
-    >>> model.training, model[1].training
-    (True, True)
-    """
-    if not isinstance(model, nn.Module):
-        raise TypeError(
-            f"model must be a torch.nn.Module, got {kind_of(model)}; pass the model "
-            "itself, e.g. with evaluating(model):"
-        )
-    modes = [(module, module.training) for module in model.modules()]
-    model.eval()
-    try:
-        yield model
-    finally:
-        for module, training in modes:
-            module.training = training
-
-
 @torch.no_grad()
 def greedy_decode(model, src, *, max_len=None, bos_id=1, eos_id=2):
     """Translate by always picking the most likely next word.
@@ -836,11 +742,10 @@ def train(
         model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=0.01
     )
 
-    def lr_factor(step):
-        if step < warmup_steps:
-            return (step + 1) / warmup_steps
-        progress = (step - warmup_steps) / max(1, total_steps - warmup_steps)
-        return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+    def lr_factor(step):  # the learning rate at ``step`` is lr * lr_factor(step)
+        return lr_at(
+            step, max_lr=1.0, warmup_steps=warmup_steps, total_steps=total_steps
+        )
 
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor)
     generator = torch.Generator().manual_seed(seed)

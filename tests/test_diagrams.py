@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from attn_course import diagrams, hello_shiny_sun, your_journey
+from attn_course.gpt import GPTConfig
 from attn_course.plot import _png_width
 
 
@@ -113,6 +114,10 @@ def test_every_diagram_is_sharp_and_fits_a_phone():
             30,
         ),
         diagrams.position_methods(torch.zeros(64, 16, dtype=torch.long), 32, 8, 10),
+        diagrams.gpt_model(
+            torch.zeros(32, 64, dtype=torch.long),
+            GPTConfig(vocab_size=103, context_length=64),
+        ),
     ]
     for fig in figures:
         png, metadata = fig._repr_png_()
@@ -183,3 +188,20 @@ def test_position_methods_draws_the_whole_layer_up_to_the_logits():
 def test_position_methods_tells_bad_input_clearly(call, error, words):
     with pytest.raises(error, match=words):
         call()
+
+
+# --- Chapter 8 ---------------------------------------------------------------------
+
+
+def test_gpt_model_shows_the_configs_sizes():
+    config = GPTConfig(vocab_size=50, context_length=16, d_model=32, num_layers=3)
+    lines = text(diagrams.gpt_model(torch.zeros(2, 9, dtype=torch.long), config))
+    assert "weights (B, H, T, T) = (2, 4, 9, 9)" in lines
+    assert "hidden (B, T, d_ff) = (2, 9, 128)" in lines
+    assert "blocks 2 to 3: the same steps" in lines
+    assert "(B, T, V) = (2, 9, 50)" in lines
+    untied = GPTConfig(vocab_size=50, context_length=16, d_model=32, tie_weights=False)
+    lines = text(diagrams.gpt_model(torch.zeros(2, 9, dtype=torch.long), untied))
+    assert "final_norm, head" in lines
+    with pytest.raises(ValueError, match="for one sequence use idx"):
+        diagrams.gpt_model(torch.zeros(9, dtype=torch.long), config)

@@ -492,3 +492,192 @@ ERRORS = {
 @pytest.mark.parametrize("call, error, fragments", ERRORS.values(), ids=list(ERRORS))
 def test_error_names_the_values_and_the_fix(call, error, fragments, raises_teaching):
     raises_teaching(call, error, fragments)
+
+
+# --------------------------------------------------------------------------------------
+# Grouped-query attention (enable_gqa=True): key and value with fewer heads
+# --------------------------------------------------------------------------------------
+
+N_GQA = 60
+
+
+def gqa_config(seed):
+    """Random grouped-query inputs: (..., H_q, T_q, d_k) queries against
+    (..., H_kv, T_k, d_k) keys, with a mask, the causal mask or none, and a scale."""
+    rng = random.Random(seed)
+    gen = torch.Generator().manual_seed(seed)
+    batch = [rng.randint(1, 3) for _ in range(rng.randint(0, 1))]
+    H_kv = rng.randint(1, 4)
+    H_q = H_kv * rng.randint(1, 4)
+    # PyTorch repeats key and value separately: value may have its own head count.
+    H_v = (
+        H_kv
+        if rng.random() < 0.8
+        else rng.choice([n for n in (1, 2, 3, 4) if H_q % n == 0])
+    )
+    T_q, T_k = rng.randint(1, 6), rng.randint(1, 6)
+    d_k, d_v = rng.randint(1, 8), rng.randint(1, 8)
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=gen)
+
+    query = randn(*batch, H_q, T_q, d_k)
+    key = randn(*batch, H_kv, T_k, d_k)
+    value = randn(*batch, H_v, T_k, d_v)
+    kwargs = {"scale": rng.choice([None, rng.uniform(0.1, 2.0)])}
+    kind = rng.choice(["none", "causal", "bool", "float"])
+    if kind == "causal":
+        kwargs["is_causal"] = True
+    elif kind != "none":
+        # A mask over the query heads (H_q), or one shared by all heads.
+        heads = rng.choice([H_q, 1])
+        allowed = torch.rand(heads, T_q, T_k, generator=gen) < 0.7
+        allowed[..., 0] = True
+        kwargs["attn_mask"] = (
+            allowed
+            if kind == "bool"
+            else randn(*allowed.shape).masked_fill(~allowed, -torch.inf)
+        )
+    return query, key, value, kwargs
+
+
+@pytest.mark.parametrize("seed", range(N_GQA))
+def test_gqa_matches_torch(seed):
+    query, key, value, kwargs = gqa_config(seed)
+    expected = F.scaled_dot_product_attention(
+        query, key, value, **kwargs, enable_gqa=True
+    )
+    output, weights = scaled_dot_product_attention(
+        query, key, value, **kwargs, enable_gqa=True, return_weights=True
+    )
+    torch.testing.assert_close(output, expected, atol=1e-6, rtol=1e-6)
+    # One row of weights per *query* head.
+    assert weights.shape == (*query.shape[:-1], key.size(-2))
+
+
+def test_gqa_configs_cover_the_interesting_cases():
+    seen = set()
+    for seed in range(N_GQA):
+        query, key, value, kwargs = gqa_config(seed)
+        group = query.size(-3) // key.size(-3)
+        seen.add("shared heads" if group > 1 else "one key head per query head")
+        seen.add(f"rank {query.dim()}")
+        if value.size(-3) != key.size(-3):
+            seen.add("value heads != key heads")
+        if kwargs.get("is_causal"):
+            seen.add("causal")
+        if "attn_mask" in kwargs:
+            seen.add(f"{kwargs['attn_mask'].dtype} mask")
+        seen.add("default scale" if kwargs["scale"] is None else "custom scale")
+    expected = {
+        "shared heads",
+        "one key head per query head",
+        "rank 3",
+        "rank 4",
+        "value heads != key heads",
+        "causal",
+        "torch.bool mask",
+        "torch.float32 mask",
+        "default scale",
+        "custom scale",
+    }
+    assert expected <= seen, f"not covered: {sorted(expected - seen)}"
+
+
+def test_gqa_query_head_h_reads_key_value_head_h_over_group():
+    """6 query heads, 2 key/value heads: query heads 0-2 read head 0, 3-5 read
+    head 1 (consecutive groups, as repeat_interleave makes them)."""
+    query, key, value = qkv((2, 6, 3, 4), (2, 2, 5, 4), (2, 2, 5, 3))
+    output, weights = scaled_dot_product_attention(
+        query, key, value, is_causal=True, enable_gqa=True, return_weights=True
+    )
+    assert weights.shape == (2, 6, 3, 5)
+    for h in range(6):
+        alone, alone_weights = scaled_dot_product_attention(
+            query[:, h],
+            key[:, h // 3],
+            value[:, h // 3],
+            is_causal=True,
+            return_weights=True,
+        )
+        torch.testing.assert_close(output[:, h], alone, atol=0, rtol=0)
+        torch.testing.assert_close(weights[:, h], alone_weights, atol=0, rtol=0)
+
+
+def test_gqa_with_equal_heads_changes_nothing():
+    query, key, value = qkv((2, 4, 3, 4), (2, 4, 5, 4), (2, 4, 5, 3))
+    assert torch.equal(
+        scaled_dot_product_attention(query, key, value, enable_gqa=True),
+        scaled_dot_product_attention(query, key, value),
+    )
+
+
+def test_gqa_gradients_match_torch():
+    query, key, value = qkv((2, 4, 3, 4), (2, 2, 5, 4), (2, 2, 5, 3))
+    grads = {}
+    for name, fn in [
+        ("ours", scaled_dot_product_attention),
+        ("torch", F.scaled_dot_product_attention),
+    ]:
+        inputs = [t.clone().requires_grad_() for t in (query, key, value)]
+        fn(*inputs, is_causal=True, enable_gqa=True).pow(2).sum().backward()
+        grads[name] = [t.grad for t in inputs]
+    for ours, expected in zip(grads["ours"], grads["torch"], strict=True):
+        torch.testing.assert_close(ours, expected, atol=1e-5, rtol=1e-5)
+
+
+GQA_ERRORS = {
+    "heads that do not divide": (
+        lambda: scaled_dot_product_attention(
+            *qkv((2, 6, 3, 4), (2, 4, 5, 4), (2, 4, 5, 3)), enable_gqa=True
+        ),
+        ValueError,
+        [
+            "query (2, 6, 3, 4) with H_q=6 heads and key (2, 4, 5, 4) with H_kv=4 "
+            "heads",
+            "one of [1, 2, 3, 6]",
+        ],
+    ),
+    "value heads that do not divide": (
+        lambda: scaled_dot_product_attention(
+            *qkv((2, 6, 3, 4), (2, 2, 5, 4), (2, 4, 5, 3)), enable_gqa=True
+        ),
+        ValueError,
+        ["H_q=6 heads and value (2, 4, 5, 3) with H_kv=4 heads"],
+    ),
+    "no head dimension": (
+        lambda: scaled_dot_product_attention(
+            *qkv((3, 4), (5, 4), (5, 3)), enable_gqa=True
+        ),
+        ValueError,
+        [
+            "enable_gqa=True needs a head dimension: query must have at least 3",
+            "got shape (3, 4)",
+            "leave enable_gqa=False",
+        ],
+    ),
+    "enable_gqa not a bool": (
+        lambda: sdpa(enable_gqa="yes"),
+        TypeError,
+        ["enable_gqa must be True or False, got str 'yes'"],
+    ),
+    "fewer key heads without enable_gqa": (
+        lambda: scaled_dot_product_attention(
+            *qkv((2, 6, 3, 4), (2, 2, 5, 4), (2, 2, 5, 3))
+        ),
+        ValueError,
+        [
+            "the batch dimensions (all but the last two) of query, key and value "
+            "must broadcast, got query (2, 6), key (2, 2) and value (2, 2)",
+            "H_kv=2 against H_q=6",
+            "pass enable_gqa=True",
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    "call, error, fragments", GQA_ERRORS.values(), ids=list(GQA_ERRORS)
+)
+def test_gqa_error_names_the_heads_and_the_fix(call, error, fragments, raises_teaching):
+    raises_teaching(call, error, fragments)

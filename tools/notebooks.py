@@ -36,6 +36,17 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 # A duration as the chapters print it: "6.7 s", "12 ms", "3 min".
 
 
+def runs_alone(path: Path) -> bool:
+    """Whether a notebook must have the machine to itself when it runs.
+
+    A chapter that checks a wall-clock budget (Chapter 8 trains a model in under a
+    minute and asserts it) says so in its metadata, ``{"attn_course": {"runs_alone":
+    "why"}}``; the test runs that execute notebooks side by side run it on its own.
+    """
+    notebook = nbformat.read(path, as_version=4)
+    return bool(notebook.metadata.get("attn_course", {}).get("runs_alone"))
+
+
 def stored_output_problems(path: Path) -> list[str]:
     """What is wrong with the outputs stored in a notebook; empty when nothing is.
 

@@ -15,7 +15,8 @@ leaves your random numbers alone: a notebook that runs a check prints the same
 thing every time and draws the same numbers afterwards. The checks of each chapter
 live in their own module (``basics`` for Chapter 1, ``trainable_weights``,
 ``causal_mask``, ``dropout``, ``multi_head``, ``encoder_decoder`` for Chapters 2 to
-6, ``positions`` for Chapter 7); all of them are available from here.
+6, ``positions`` for Chapter 7, ``gpt`` for Chapter 8); all of them are
+available from here.
 
 Shapes
 ------
@@ -49,6 +50,11 @@ from .encoder_decoder import (
     check_cross_attention_shapes,
     check_future_detector,
 )
+from .gpt import (
+    check_gpt_parameters_fn,
+    check_make_example_fn,
+    check_top_k_fn,
+)
 from .multi_head import (
     check_head_counts_fn,
     check_head_split,
@@ -81,8 +87,10 @@ __all__ = [
     "check_dropout_fn",
     "check_eval_forward",
     "check_future_detector",
+    "check_gpt_parameters_fn",
     "check_head_counts_fn",
     "check_head_split",
+    "check_make_example_fn",
     "check_mha_mask_fn",
     "check_param_count_fn",
     "check_projected_context",
@@ -93,6 +101,7 @@ __all__ = [
     "check_score_variance",
     "check_shape_predictions",
     "check_softmax",
+    "check_top_k_fn",
     "check_v1_from_v2",
     "check_weights",
 ]

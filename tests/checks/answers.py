@@ -275,6 +275,28 @@ CHANGED_ROWS = {
 }
 
 
+# --- Chapter 8 ----------------------------------------------------------------------
+
+
+def gpt_parameters(V, T, D, L):
+    block = 4 * D * D + D + 8 * D * D + 5 * D + 4 * D  # attention, MLP, two norms
+    return V * D + T * D + L * block + 2 * D
+
+
+def make_example(ids, start, T):
+    return ids[start : start + T], ids[start + 1 : start + T + 1]
+
+
+def top_k_logits(logits, k):
+    kth = torch.topk(logits, k, dim=-1).values[:, -1:]  # (B, 1)
+    return logits.masked_fill(logits < kth, float("-inf"))
+
+
+def top_k_zeros(logits, k):
+    kth = torch.topk(logits, k, dim=-1).values[:, -1:]
+    return logits.masked_fill(logits < kth, 0.0)
+
+
 class Example(NamedTuple):
     """A check, run once with a right answer and once with a wrong one."""
 
@@ -458,5 +480,24 @@ EXAMPLES = [
         "check_alibi_slopes",
         lambda: checks.check_alibi_slopes([2.0 ** (-h) for h in range(1, 9)], 8),
         lambda: checks.check_alibi_slopes(sorted(2.0 ** (-h) for h in range(1, 9)), 8),
+    ),
+    Example(
+        "check_gpt_parameters_fn",
+        lambda: checks.check_gpt_parameters_fn(draws(gpt_parameters)),
+        lambda: checks.check_gpt_parameters_fn(
+            draws(lambda V, T, D, L: gpt_parameters(V, T, D, L) + V * D)
+        ),
+    ),
+    Example(
+        "check_make_example_fn",
+        lambda: checks.check_make_example_fn(draws(make_example)),
+        lambda: checks.check_make_example_fn(
+            draws(lambda ids, start, T: (ids[start : start + T],) * 2)
+        ),
+    ),
+    Example(
+        "check_top_k_fn",
+        lambda: checks.check_top_k_fn(draws(top_k_logits)),
+        lambda: checks.check_top_k_fn(draws(top_k_zeros)),
     ),
 ]

@@ -1,0 +1,489 @@
+"""A decoder-only language model (a tiny GPT), its text generation and its training.
+
+:class:`GPT` is the shape of GPT-2, scaled down: token embeddings plus learned
+position embeddings, a stack of causal pre-norm
+:class:`attn_course.block.TransformerBlock` s, a final layer norm and an output
+layer that shares its weights with the token embedding (*weight tying*).
+Position ``t`` of the logits scores every token of the vocabulary as the token at
+``t + 1``. :func:`generate` continues a sequence token by token (greedy,
+temperature, top-k); :func:`train` fits a model to a stream of token ids with AdamW,
+a linear warm-up and a cosine decay of the learning rate (:func:`lr_at`) and
+gradient clipping; :func:`estimate_loss` measures it on fixed windows.
+
+Shapes
+------
+Letters: see attn_course.shapes.
+idx : (B, T)
+logits : (B, T, V)
+
+Introduced in Chapter 8.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ._validate import (
+    kind_of,
+    require_int,
+    require_positive,
+    require_probability,
+    require_tensor,
+)
+from .block import TransformerBlock
+from .corpus import random_windows
+from .positions import sinusoidal_positions
+from .training import evaluating, lr_at
+
+__all__ = [
+    "GPT",
+    "GPTConfig",
+    "TrainLog",
+    "estimate_loss",
+    "generate",
+    "train",
+]
+
+POSITIONS = ("learned", "sinusoidal")
+
+
+@dataclass(frozen=True)
+class GPTConfig:
+    """Sizes and settings of a :class:`GPT`.
+
+    Introduced in Chapter 8.
+
+    Parameters
+    ----------
+    vocab_size : int
+        Number of distinct tokens ``V``.
+    context_length : int
+        The longest input the model accepts (the position table's length).
+    d_model : int, default 128
+        Width ``D`` of every token vector.
+    num_heads : int, default 4
+        Heads per attention layer; ``d_model`` must be divisible by it.
+    num_layers : int, default 4
+        Number of blocks.
+    dropout : float, default 0.0
+    d_ff : int, optional
+        Hidden width of the feed-forward networks; ``4 * d_model`` if not given.
+    norm_first : bool, default True
+        Pre-norm blocks (GPT-2) or post-norm blocks (the 2017 transformer).
+    tie_weights : bool, default True
+        The output layer reuses the token embedding's weight matrix.
+    positions : {"learned", "sinusoidal"}, default "learned"
+    qkv_bias : bool, default False
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a size that is not a positive int, a ``dropout`` outside ``[0, 1)``,
+        an unknown ``positions``, or ``d_model`` not divisible by ``num_heads``;
+        the message names the values received.
+
+    Examples
+    --------
+    >>> GPTConfig(vocab_size=65, context_length=64).d_ff
+    512
+    """
+
+    vocab_size: int
+    context_length: int
+    d_model: int = 128
+    num_heads: int = 4
+    num_layers: int = 4
+    dropout: float = 0.0
+    d_ff: int | None = None
+    norm_first: bool = True
+    tie_weights: bool = True
+    positions: str = "learned"
+    qkv_bias: bool = False
+
+    def __post_init__(self):
+        for name in (
+            "vocab_size",
+            "context_length",
+            "d_model",
+            "num_heads",
+            "num_layers",
+        ):
+            require_int(getattr(self, name), name)
+        if self.d_ff is None:
+            object.__setattr__(self, "d_ff", 4 * self.d_model)
+        require_int(self.d_ff, "d_ff")
+        require_probability(self.dropout, "dropout", hint="use e.g. dropout=0.1")
+        if self.positions not in POSITIONS:
+            raise ValueError(
+                f"positions={self.positions!r} is not one of {POSITIONS}: 'learned' "
+                "= a trainable table (GPT-2), 'sinusoidal' = fixed waves (2017)"
+            )
+        if self.d_model % self.num_heads:
+            raise ValueError(
+                f"d_model={self.d_model} is not divisible by num_heads="
+                f"{self.num_heads}: every head gets d_model // num_heads features; "
+                f"e.g. num_heads={math.gcd(self.d_model, self.num_heads)} (did you "
+                "swap num_heads and num_layers?)"
+            )
+        if self.positions == "sinusoidal" and self.d_model % 2:
+            raise ValueError(
+                f"d_model={self.d_model} must be even for sinusoidal positions, "
+                "which come in (sin, cos) pairs"
+            )
+
+
+class GPT(nn.Module):
+    """A decoder-only transformer language model.
+
+    ``logits = head(final_norm(blocks(token_embedding(idx) + positions)))``. The
+    weights start as in GPT-2: normal with standard deviation 0.02, biases 0, and
+    the two layers that write into the residual stream in each block (attention's
+    ``out_proj`` and the feed-forward network's second layer) at
+    ``0.02 / sqrt(2 * num_layers)``, so that the stream does not grow with depth.
+    Introduced in Chapter 8.
+
+    Parameters
+    ----------
+    config : GPTConfig
+
+    Attributes
+    ----------
+    token_embedding : nn.Embedding
+        ``(V, D)``.
+    position_embedding : nn.Embedding or None
+        ``(context_length, D)`` for learned positions; ``None`` for sinusoidal
+        ones, which are the buffer ``positions``.
+    blocks : nn.ModuleList
+        ``num_layers`` causal :class:`attn_course.block.TransformerBlock`.
+    final_norm : nn.LayerNorm or nn.Identity
+        A layer norm after pre-norm blocks; nothing after post-norm ones, whose
+        last step is a layer norm already.
+    head : nn.Linear
+        ``D -> V`` without bias; its ``weight`` *is* ``token_embedding.weight``
+        when ``tie_weights=True``.
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    idx : (B, T)
+    logits : (B, T, V)
+    weights[layer] : (B, H, T, T)
+
+    Examples
+    --------
+    >>> torch.manual_seed(0)  # doctest: +ELLIPSIS
+    <torch._C.Generator object at ...>
+    >>> model = GPT(GPTConfig(vocab_size=10, context_length=8, d_model=16,
+    ...                       num_heads=2, num_layers=2))
+    >>> model(torch.tensor([[1, 2, 3]])).shape  # (B, T) -> (B, T, V)
+    torch.Size([1, 3, 10])
+    >>> model(torch.zeros(1, 9, dtype=torch.long))
+    Traceback (most recent call last):
+    ...
+    ValueError: idx has T=9 tokens but context_length=8; keep the last 8 tokens, \
+e.g. idx[:, -8:], or use a GPTConfig with context_length >= 9
+    """
+
+    def __init__(self, config):
+        super().__init__()
+        if not isinstance(config, GPTConfig):
+            raise TypeError(
+                f"config must be a GPTConfig, got {kind_of(config)}; e.g. "
+                "GPT(GPTConfig(vocab_size=65, context_length=64))"
+            )
+        self.config = c = config
+        self.token_embedding = nn.Embedding(c.vocab_size, c.d_model)
+        if c.positions == "learned":
+            self.position_embedding = nn.Embedding(c.context_length, c.d_model)
+        else:
+            self.position_embedding = None
+            table = sinusoidal_positions(c.context_length, c.d_model)
+            self.register_buffer("positions", table, persistent=False)
+        self.dropout = nn.Dropout(c.dropout)
+        self.blocks = nn.ModuleList(
+            [
+                TransformerBlock(
+                    c.d_model,
+                    c.num_heads,
+                    c.d_ff,
+                    c.context_length,
+                    c.dropout,
+                    causal=True,
+                    activation="gelu",
+                    norm_first=c.norm_first,
+                    qkv_bias=c.qkv_bias,
+                )
+                for _ in range(c.num_layers)
+            ]
+        )
+        self.final_norm = nn.LayerNorm(c.d_model) if c.norm_first else nn.Identity()
+        self.head = nn.Linear(c.d_model, c.vocab_size, bias=False)
+        self.apply(self._init_weights)
+        residual_std = 0.02 / math.sqrt(2 * c.num_layers)
+        for block in self.blocks:
+            nn.init.normal_(block.self_attn.out_proj.weight, std=residual_std)
+            nn.init.normal_(block.feed_forward.net[2].weight, std=residual_std)
+        if c.tie_weights:
+            self.head.weight = self.token_embedding.weight
+
+    @staticmethod
+    def _init_weights(module):
+        if isinstance(module, nn.Linear | nn.Embedding):
+            nn.init.normal_(module.weight, std=0.02)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+
+    def _check(self, idx):
+        fix = "encode the text first, e.g. tokenizer.encode(text)[None]"
+        require_tensor(idx, "idx", fix=fix)
+        if idx.dtype != torch.long:
+            raise TypeError(
+                f"idx must be a LongTensor of token ids, got dtype {idx.dtype}; {fix}"
+            )
+        if idx.dim() != 2:
+            raise ValueError(
+                f"expected idx of shape (B, T), got {tuple(idx.shape)}; for one "
+                "sequence use idx[None] (or idx.unsqueeze(0))"
+            )
+        T, limit = idx.shape[1], self.config.context_length
+        if T > limit:
+            raise ValueError(
+                f"idx has T={T} tokens but context_length={limit}; keep the last "
+                f"{limit} tokens, e.g. idx[:, -{limit}:], or use a GPTConfig with "
+                f"context_length >= {T}"
+            )
+        if idx.numel() and not 0 <= int(idx.min()) <= int(idx.max()) < (
+            V := self.config.vocab_size
+        ):
+            raise ValueError(
+                f"idx holds ids from {int(idx.min())} to {int(idx.max())}, outside "
+                f"0..{V - 1} (vocab_size={V}); encode with the model's tokenizer"
+            )
+        return T
+
+    def forward(self, idx, *, return_weights=False):
+        """Logits for the next token at every position.
+
+        Parameters
+        ----------
+        idx : torch.Tensor
+            Token ids, a LongTensor ``(B, T)`` with ``T <= context_length``.
+        return_weights : bool, default False
+            Also return the attention weights of every block.
+
+        Returns
+        -------
+        torch.Tensor or (torch.Tensor, tuple of torch.Tensor)
+            The logits ``(B, T, V)``; with ``return_weights``, also one
+            ``(B, H, T, T)`` tensor per block.
+        """
+        T = self._check(idx)
+        x = self.token_embedding(idx)  # (B, T) -> (B, T, D)
+        if self.position_embedding is not None:
+            x = x + self.position_embedding(torch.arange(T, device=idx.device))
+        else:
+            x = x + self.positions[:T]  # (B, T, D) + (T, D)
+        x = self.dropout(x)
+        all_weights = []
+        for block in self.blocks:
+            x, weights = block(x, return_weights=True)  # (B, T, D), (B, H, T, T)
+            all_weights.append(weights)
+        logits = self.head(self.final_norm(x))  # (B, T, D) -> (B, T, V)
+        return (logits, tuple(all_weights)) if return_weights else logits
+
+
+def _check_sampling(model, max_new_tokens, temperature, top_k):
+    if not isinstance(model, GPT):
+        raise TypeError(f"model must be a GPT, got {kind_of(model)}")
+    require_int(max_new_tokens, "max_new_tokens", minimum=0)
+    temperature = (
+        require_positive(
+            temperature, "temperature", hint="use temperature=0 for greedy decoding"
+        )
+        if temperature != 0
+        else 0.0
+    )
+    if top_k is not None:
+        require_int(top_k, "top_k")
+        V = model.config.vocab_size
+        if top_k > V:
+            raise ValueError(
+                f"top_k={top_k} is larger than the vocabulary (vocab_size={V}); "
+                f"use 1 <= top_k <= {V}, or top_k=None to keep every token"
+            )
+    return temperature
+
+
+@torch.no_grad()
+def generate(
+    model, idx, max_new_tokens, *, temperature=1.0, top_k=None, generator=None
+):
+    """Continue every sequence of ``idx`` by ``max_new_tokens`` tokens.
+
+    At each step the model reads the last ``context_length`` tokens, and the next
+    token is drawn from ``softmax(logits / temperature)`` at the last position,
+    restricted to the ``top_k`` most likely tokens when ``top_k`` is given.
+    ``temperature=0`` picks the most likely token (greedy decoding). The model runs
+    in eval mode (no dropout) and is left in the mode it was in.
+
+    Introduced in Chapter 8.
+
+    Parameters
+    ----------
+    model : GPT
+    idx : torch.Tensor
+        The prompts, token ids ``(B, T)``.
+    max_new_tokens : int
+    temperature : float, default 1.0
+        Below 1 sharpens the distribution, above 1 flattens it; 0 is greedy.
+    top_k : int, optional
+    generator : torch.Generator, optional
+        For reproducible sampling.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(B, T + max_new_tokens)``: the prompts followed by the new tokens.
+
+    Examples
+    --------
+    >>> torch.manual_seed(0)  # doctest: +ELLIPSIS
+    <torch._C.Generator object at ...>
+    >>> model = GPT(GPTConfig(vocab_size=10, context_length=4, d_model=8,
+    ...                       num_heads=2, num_layers=1))
+    >>> out = generate(model, torch.tensor([[1, 2]]), 6, temperature=0)
+    >>> out.shape  # the prompt is longer than nothing, the window slides
+    torch.Size([1, 8])
+    """
+    temperature = _check_sampling(model, max_new_tokens, temperature, top_k)
+    model._check(idx[:, -model.config.context_length :] if idx.dim() == 2 else idx)
+    with evaluating(model):
+        for _ in range(max_new_tokens):
+            window = idx[:, -model.config.context_length :]  # (B, <= context_length)
+            logits = model(window)[:, -1, :]  # (B, V): scores for the next token
+            if temperature == 0:
+                next_id = logits.argmax(dim=-1, keepdim=True)  # (B, 1)
+            else:
+                logits = logits / temperature
+                if top_k is not None:
+                    kth = torch.topk(logits, top_k, dim=-1).values[:, -1:]  # (B, 1)
+                    logits = logits.masked_fill(logits < kth, float("-inf"))
+                probs = torch.softmax(logits, dim=-1)  # (B, V)
+                next_id = torch.multinomial(probs, 1, generator=generator)  # (B, 1)
+            idx = torch.cat([idx, next_id], dim=1)  # (B, T + 1)
+    return idx
+
+
+@torch.no_grad()
+def estimate_loss(model, batches):
+    """Mean cross-entropy (nats per token) of ``model`` over ``batches``.
+
+    ``batches`` is a list of ``(inputs, targets)`` pairs, each ``(B, T)``; the
+    model runs in eval mode. Introduced in Chapter 8.
+    """
+    with evaluating(model):
+        losses = [
+            F.cross_entropy(model(x).flatten(0, 1), y.flatten()).item()
+            for x, y in batches
+        ]
+    return sum(losses) / len(losses)
+
+
+class TrainLog(NamedTuple):
+    """One row of :func:`train`'s history. Introduced in Chapter 8."""
+
+    step: int
+    lr: float
+    train_loss: float  # mean over the steps since the previous row
+    val_loss: float
+    seconds: float  # wall time since the start of training
+
+
+def train(
+    model,
+    train_ids,
+    val_batches,
+    *,
+    steps,
+    batch_size,
+    max_lr,
+    warmup_steps,
+    min_lr=0.0,
+    weight_decay=0.1,
+    clip=1.0,
+    eval_every=100,
+    seed=0,
+    on_eval=None,
+):
+    """Train ``model`` on random windows of ``train_ids``; return the history.
+
+    Each step: a batch of ``batch_size`` windows (:func:`attn_course.corpus.
+    random_windows`, seeded by ``seed``), the cross-entropy of every next-token
+    prediction, backward, the gradients clipped to a total norm of ``clip``, an
+    AdamW step (weight decay on matrices only, not on biases, norms or position
+    tables) at the learning rate :func:`lr_at` gives. Every ``eval_every`` steps
+    and after the last one, the loss on ``val_batches`` is measured and a
+    :class:`TrainLog` row is added (and passed to ``on_eval``, e.g. to show
+    progress). Introduced in Chapter 8.
+
+    Returns
+    -------
+    list of TrainLog
+    """
+    require_int(steps, "steps")
+    require_int(batch_size, "batch_size")
+    require_int(eval_every, "eval_every")
+    require_int(warmup_steps, "warmup_steps", minimum=0)
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    optimizer = torch.optim.AdamW(
+        [
+            {"params": decay, "weight_decay": weight_decay},
+            {"params": no_decay, "weight_decay": 0.0},
+        ],
+        lr=max_lr,
+        betas=(0.9, 0.95),
+    )
+    generator = torch.Generator().manual_seed(seed)
+    T = model.config.context_length
+    history, running, start = [], [], time.perf_counter()
+    model.train()
+    for step in range(steps):
+        lr = lr_at(
+            step,
+            max_lr=max_lr,
+            warmup_steps=warmup_steps,
+            total_steps=steps,
+            min_lr=min_lr,
+        )
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        inputs, targets = random_windows(train_ids, batch_size, T, generator=generator)
+        logits = model(inputs)  # (B, T, V)
+        loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+        optimizer.step()
+        running.append(loss.item())
+        if (step + 1) % eval_every == 0 or step + 1 == steps:
+            row = TrainLog(
+                step + 1,
+                lr,
+                sum(running) / len(running),
+                estimate_loss(model, val_batches),
+                time.perf_counter() - start,
+            )
+            history.append(row)
+            running = []
+            if on_eval is not None:
+                on_eval(row)
+    model.eval()
+    return history

@@ -1,0 +1,504 @@
+"""``attn_course.efficient``: online softmax, tiled attention and sliding-window
+masks, each against the plain computation it replaces."""
+
+import math
+import random
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attn_course import (
+    causal_mask,
+    online_softmax,
+    scaled_dot_product_attention,
+    sliding_window_mask,
+    tiled_attention,
+)
+
+NEG_INF = float("-inf")
+
+# --------------------------------------------------------------------------------------
+# online_softmax
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_online_softmax_equals_torch_softmax(seed):
+    rng = random.Random(seed)
+    gen = torch.Generator().manual_seed(seed)
+    shape = [rng.randint(1, 9) for _ in range(rng.randint(1, 4))]
+    dim = rng.randrange(-len(shape), len(shape))
+    n = shape[dim]
+    block_size = rng.choice([1, max(n - 1, 1), n, n + 3, rng.randint(1, n)])
+    x = torch.randn(shape, generator=gen) * rng.choice([0.1, 1.0, 30.0])
+    expected = torch.softmax(x, dim=dim)
+    torch.testing.assert_close(
+        online_softmax(x, block_size, dim=dim), expected, atol=1e-6, rtol=1e-5
+    )
+
+
+@pytest.mark.parametrize("block_size", [1, 2, 3, 7, 8, 100])
+def test_online_softmax_float64_matches_to_rounding(block_size):
+    x = torch.randn(
+        5, 8, generator=torch.Generator().manual_seed(1), dtype=torch.float64
+    )
+    torch.testing.assert_close(
+        online_softmax(x, block_size), torch.softmax(x, -1), atol=1e-14, rtol=1e-13
+    )
+
+
+def test_online_softmax_rescales_when_a_later_block_has_a_larger_maximum():
+    """Huge entries after small ones: without the rescaling of the running sum the
+    first blocks' terms would be counted at the wrong size."""
+    x = torch.tensor([[0.0, 1.0, 2.0, 500.0, 3.0, 1000.0]])
+    expected = torch.softmax(x, dim=-1)
+    for block_size in (1, 2, 4):
+        result = online_softmax(x, block_size)
+        assert torch.isfinite(result).all()
+        torch.testing.assert_close(result, expected, atol=0, rtol=0)
+
+
+def test_a_row_of_only_minus_infinity_gives_zeros_like_our_attention():
+    scores = torch.randn(3, 6, generator=torch.Generator().manual_seed(0))
+    scores[1] = NEG_INF  # a query that may attend to no key
+    result = online_softmax(scores, block_size=4)
+    assert not result.isnan().any()
+    assert (result[1] == 0).all()
+    torch.testing.assert_close(result[[0, 2]], torch.softmax(scores[[0, 2]], -1))
+    # The same choice as scaled_dot_product_attention for a fully masked query.
+    allowed = ~torch.isneginf(scores)
+    key = torch.eye(6)
+    _, weights = scaled_dot_product_attention(
+        scores, key, key, attn_mask=allowed, scale=1.0, return_weights=True
+    )
+    torch.testing.assert_close(result, weights, atol=1e-7, rtol=1e-6)
+    assert torch.softmax(scores, -1)[1].isnan().all()  # what we differ from
+
+
+@pytest.mark.parametrize("block_size", [1, 2, 3, 4])
+def test_whole_blocks_of_minus_infinity_give_no_nan(block_size):
+    """-inf in the first blocks (the running maximum is still -inf), in a middle
+    block and at the end; masked entries get exactly 0."""
+    x = torch.tensor(
+        [
+            [NEG_INF, NEG_INF, NEG_INF, NEG_INF, 1.0, 2.0, 0.5, -3.0],
+            [0.0, 1.0, NEG_INF, NEG_INF, NEG_INF, NEG_INF, 2.0, NEG_INF],
+            [5.0, NEG_INF, NEG_INF, NEG_INF, NEG_INF, NEG_INF, NEG_INF, NEG_INF],
+        ]
+    )
+    result = online_softmax(x, block_size)
+    assert not result.isnan().any()
+    assert (result[torch.isneginf(x)] == 0).all()
+    torch.testing.assert_close(result, torch.softmax(x, -1), atol=1e-7, rtol=1e-6)
+
+
+def test_online_softmax_along_a_middle_dimension_keeps_the_layout():
+    x = torch.randn(2, 7, 3, generator=torch.Generator().manual_seed(2))
+    result = online_softmax(x, block_size=3, dim=1)
+    assert result.shape == x.shape
+    torch.testing.assert_close(result.sum(dim=1), torch.ones(2, 3))
+    torch.testing.assert_close(result, torch.softmax(x, dim=1))
+
+
+def test_online_softmax_has_gradients_like_softmax():
+    x = torch.randn(3, 10, generator=torch.Generator().manual_seed(3))
+    weight = torch.randn(3, 10, generator=torch.Generator().manual_seed(4))
+    grads = []
+    for fn in (lambda t: online_softmax(t, 4), lambda t: torch.softmax(t, -1)):
+        leaf = x.clone().requires_grad_()
+        (fn(leaf) * weight).sum().backward()
+        grads.append(leaf.grad)
+    torch.testing.assert_close(grads[0], grads[1])
+
+
+# --------------------------------------------------------------------------------------
+# tiled_attention
+# --------------------------------------------------------------------------------------
+
+N_TILED = 80
+
+
+def tiled_config(seed):
+    """Random shapes, block size, causal mask and scale for one comparison."""
+    rng = random.Random(seed)
+    gen = torch.Generator().manual_seed(seed)
+    batch = [rng.randint(1, 3) for _ in range(rng.randint(0, 2))]  # 2-D to 4-D
+    T_q = rng.randint(1, 40)
+    # Half the time one sequence (T_q == T_k), as in self-attention.
+    T_k = T_q if rng.random() < 0.5 else rng.randint(1, 40)
+    d_k, d_v = rng.randint(1, 16), rng.randint(1, 16)
+    T = max(T_q, T_k)
+    block_size = rng.choice([1, max(T - 1, 1), T, T + rng.randint(1, 5)])
+    block_size = rng.choice([block_size, rng.randint(1, T)])
+    query = torch.randn(*batch, T_q, d_k, generator=gen)
+    key_batch = [1 if rng.random() < 0.3 else n for n in batch]  # broadcast
+    key = torch.randn(*key_batch, T_k, d_k, generator=gen)
+    value = torch.randn(*key_batch, T_k, d_v, generator=gen)
+    kwargs = {
+        "block_size": block_size,
+        "is_causal": rng.random() < 0.5,
+        "scale": rng.choice([None, rng.uniform(0.05, 3.0)]),
+    }
+    return query, key, value, kwargs
+
+
+@pytest.mark.parametrize("seed", range(N_TILED))
+def test_tiled_attention_equals_pytorch(seed):
+    query, key, value, kwargs = tiled_config(seed)
+    expected = F.scaled_dot_product_attention(
+        query, key, value, is_causal=kwargs["is_causal"], scale=kwargs["scale"]
+    )
+    output = tiled_attention(query, key, value, **kwargs)
+    assert output.shape == expected.shape
+    torch.testing.assert_close(output, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_the_random_configurations_cover_the_interesting_cases():
+    seen = set()
+    for seed in range(N_TILED):
+        query, key, value, kwargs = tiled_config(seed)
+        T_q, T_k, block = query.size(-2), key.size(-2), kwargs["block_size"]
+        T = max(T_q, T_k)
+        seen.add(f"rank {query.dim()}")
+        seen.add("T_q == T_k" if T_q == T_k else "T_q != T_k")
+        seen.add("causal" if kwargs["is_causal"] else "not causal")
+        seen.add("default scale" if kwargs["scale"] is None else "custom scale")
+        if kwargs["is_causal"] and T_q != T_k:
+            seen.add("causal with T_q != T_k")
+        if query.shape[:-2] != key.shape[:-2]:
+            seen.add("broadcast batch")
+        if T > 2:
+            seen.add({1: "block 1", T - 1: "block T-1", T: "block T"}.get(block, ""))
+        if block > T:
+            seen.add("block > T")
+        if block < T and T % block:
+            seen.add("T not a multiple of the block")
+    expected = {
+        *(f"rank {n}" for n in (2, 3, 4)),
+        "T_q == T_k",
+        "T_q != T_k",
+        "causal",
+        "not causal",
+        "default scale",
+        "custom scale",
+        "causal with T_q != T_k",
+        "broadcast batch",
+        "block 1",
+        "block T-1",
+        "block T",
+        "block > T",
+        "T not a multiple of the block",
+    }
+    assert expected <= seen, f"not covered: {sorted(expected - seen)}"
+
+
+@pytest.mark.parametrize("block_size", [1, 16, 17, 18, 64])
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_every_block_size_on_one_sequence(block_size, is_causal):
+    """T = 17: block sizes 1, T - 1, T and larger than T, with and without the mask,
+    in float64 so that only rounding can differ."""
+    gen = torch.Generator().manual_seed(block_size)
+    query, key, value = (
+        torch.randn(2, 3, 17, 8, generator=gen, dtype=torch.float64) for _ in range(3)
+    )
+    expected = F.scaled_dot_product_attention(query, key, value, is_causal=is_causal)
+    output = tiled_attention(
+        query, key, value, block_size=block_size, is_causal=is_causal
+    )
+    torch.testing.assert_close(output, expected, atol=1e-12, rtol=1e-12)
+
+
+def test_the_scale_is_applied_before_the_running_maximum():
+    """Scores of size 1e5 with a scale of 1e-4: the scaled scores are about 10.
+    Taking the maximum of the unscaled scores and subtracting it from the scaled
+    ones would leave exp(10 - 1e5) = 0 everywhere, and 0 / 0 = NaN."""
+    gen = torch.Generator().manual_seed(0)
+    query = 300 * torch.randn(1, 2, 12, 4, generator=gen)
+    key = 300 * torch.randn(1, 2, 12, 4, generator=gen)
+    value = torch.randn(1, 2, 12, 3, generator=gen)
+    scale = 1e-4
+    raw = query @ key.transpose(-2, -1)
+    assert raw.abs().max() > 1e5
+    # The wrong order really breaks on these inputs:
+    wrong = torch.exp(raw * scale - raw.amax(-1, keepdim=True))
+    assert (wrong.sum(-1) == 0).any()
+    for is_causal in (False, True):
+        expected = F.scaled_dot_product_attention(
+            query, key, value, is_causal=is_causal, scale=scale
+        )
+        output = tiled_attention(
+            query, key, value, block_size=5, is_causal=is_causal, scale=scale
+        )
+        assert torch.isfinite(output).all()
+        torch.testing.assert_close(output, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_a_large_scale_does_not_overflow():
+    """Scores times 50: the running maximum keeps every exp at most 1."""
+    gen = torch.Generator().manual_seed(1)
+    query, key, value = (torch.randn(2, 20, 8, generator=gen) for _ in range(3))
+    expected = F.scaled_dot_product_attention(query, key, value, scale=50.0)
+    output = tiled_attention(query, key, value, block_size=3, scale=50.0)
+    torch.testing.assert_close(output, expected, atol=1e-5, rtol=1e-5)
+
+
+def expected_tiles(T_q, T_k, block_size, is_causal):
+    """Which tiles hold at least one score a query may use."""
+    rows = math.ceil(T_q / block_size)
+    cols = math.ceil(T_k / block_size)
+    tiles = torch.ones(rows, cols, dtype=torch.bool)
+    if is_causal:
+        for i in range(rows):
+            last_query = min((i + 1) * block_size, T_q) - 1
+            for j in range(cols):
+                tiles[i, j] = j * block_size <= last_query
+    return tiles
+
+
+@pytest.mark.parametrize(
+    "T_q, T_k, block_size",
+    [
+        (16, 16, 4),
+        (17, 17, 4),
+        (10, 10, 1),
+        (10, 10, 10),
+        (10, 10, 32),
+        (9, 20, 4),
+        (20, 9, 4),
+    ],
+)
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_tiles_above_the_diagonal_are_skipped(T_q, T_k, block_size, is_causal):
+    gen = torch.Generator().manual_seed(0)
+    query = torch.randn(2, T_q, 4, generator=gen)
+    key, value = (torch.randn(2, T_k, 4, generator=gen) for _ in range(2))
+    output, tiles = tiled_attention(
+        query,
+        key,
+        value,
+        block_size=block_size,
+        is_causal=is_causal,
+        return_tiles=True,
+    )
+    assert torch.equal(tiles, expected_tiles(T_q, T_k, block_size, is_causal))
+    torch.testing.assert_close(
+        output, F.scaled_dot_product_attention(query, key, value, is_causal=is_causal)
+    )
+
+
+def test_a_square_causal_run_computes_a_triangle_of_tiles():
+    """8 blocks a side: 36 of the 64 tiles, the diagonal included."""
+    q, k, v = (torch.randn(1, 32, 4) for _ in range(3))
+    _, tiles = tiled_attention(q, k, v, block_size=4, is_causal=True, return_tiles=True)
+    assert tiles.sum() == 8 * 9 // 2
+    assert torch.equal(tiles, torch.ones(8, 8, dtype=torch.bool).tril())
+
+
+# The kernels that multiply matrices (torch.matmul runs one of these).
+MATRIX_PRODUCTS = {"aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm"}
+
+
+def count_matrix_products(call):
+    """How many matrix products ``call()`` runs, read from PyTorch's profiler."""
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    with torch.profiler.profile(activities=activities) as prof:
+        call()
+    return sum(
+        event.count
+        for event in prof.key_averages()
+        if event.key.rstrip("_") in MATRIX_PRODUCTS
+    )
+
+
+def test_the_skipped_tiles_are_really_not_computed():
+    """The profiler counts two matrix products (scores, then weights @ values) per
+    tile the returned map says was computed, and no more."""
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 24, 4, generator=gen) for _ in range(3))
+    for is_causal, n_tiles in ((False, 36), (True, 21)):
+        _, tiles = tiled_attention(
+            q, k, v, block_size=4, is_causal=is_causal, return_tiles=True
+        )
+        assert tiles.sum() == n_tiles
+        products = count_matrix_products(
+            lambda c=is_causal: tiled_attention(q, k, v, block_size=4, is_causal=c)
+        )
+        assert products == 2 * n_tiles
+
+
+def test_tiled_attention_has_the_gradients_of_attention():
+    gen = torch.Generator().manual_seed(5)
+    inputs = [torch.randn(2, 11, 6, generator=gen) for _ in range(3)]
+    weight = torch.randn(2, 11, 6, generator=gen)
+    grads = []
+    for fn in (
+        lambda q, k, v: tiled_attention(q, k, v, block_size=4, is_causal=True),
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+    ):
+        leaves = [t.clone().requires_grad_() for t in inputs]
+        (fn(*leaves) * weight).sum().backward()
+        grads.append([leaf.grad for leaf in leaves])
+    for ours, expected in zip(*grads, strict=True):
+        torch.testing.assert_close(ours, expected, atol=1e-5, rtol=1e-5)
+
+
+# --------------------------------------------------------------------------------------
+# sliding_window_mask
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("T, window", [(1, 1), (5, 1), (5, 2), (6, 3), (7, 6)])
+def test_sliding_window_mask_follows_its_definition(T, window):
+    mask = sliding_window_mask(T, window)
+    assert mask.dtype == torch.bool and mask.shape == (T, T)
+    for i in range(T):
+        for j in range(T):
+            assert mask[i, j] == (i - window < j <= i), (i, j)
+    # Each query sees itself and at most window - 1 keys before it.
+    assert mask.sum(dim=-1).tolist() == [min(i + 1, window) for i in range(T)]
+
+
+@pytest.mark.parametrize("T", [1, 4, 9])
+@pytest.mark.parametrize("extra", [0, 1, 5])
+def test_a_window_as_long_as_the_sequence_is_the_causal_mask(T, extra):
+    assert torch.equal(sliding_window_mask(T, T + extra), causal_mask(T))
+
+
+def test_a_window_of_one_lets_each_token_see_only_itself():
+    assert torch.equal(sliding_window_mask(4, 1), torch.eye(4, dtype=torch.bool))
+
+
+def test_attention_with_a_sliding_window_weighs_only_the_window():
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(8, 4, generator=gen)
+    _, weights = scaled_dot_product_attention(
+        x, x, x, attn_mask=sliding_window_mask(8, 3), return_weights=True
+    )
+    assert (weights[~sliding_window_mask(8, 3)] == 0).all()
+    assert (weights[sliding_window_mask(8, 3)] > 0).all()
+
+
+# --------------------------------------------------------------------------------------
+# Errors: each names what it received and how to fix it
+# --------------------------------------------------------------------------------------
+
+
+def qkv(q_shape=(2, 6, 4), k_shape=(2, 6, 4), v_shape=(2, 6, 3)):
+    gen = torch.Generator().manual_seed(0)
+    return [torch.randn(shape, generator=gen) for shape in (q_shape, k_shape, v_shape)]
+
+
+def tiled(**kwargs):
+    query, key, value = qkv()
+    inputs = {"query": query, "key": key, "value": value, **kwargs}
+    return tiled_attention(**inputs)
+
+
+ERRORS = {
+    "online_softmax of a list": (
+        lambda: online_softmax([1.0, 2.0], 2),
+        TypeError,
+        ["x must be a torch.Tensor, got list", "torch.tensor(x)"],
+    ),
+    "online_softmax of integers": (
+        lambda: online_softmax(torch.tensor([1, 2]), 2),
+        TypeError,
+        ["x must be floating point, got dtype torch.int64", "x.float()"],
+    ),
+    "online_softmax of a 0-d tensor": (
+        lambda: online_softmax(torch.tensor(1.0), 2),
+        ValueError,
+        ["at least 1 dimension", "x.reshape(1)"],
+    ),
+    "online_softmax block size 0": (
+        lambda: online_softmax(torch.ones(3), 0),
+        ValueError,
+        ["block_size must be at least 1, got block_size=0", "block_size=64"],
+    ),
+    "online_softmax float block size": (
+        lambda: online_softmax(torch.ones(3), 2.0),
+        TypeError,
+        ["block_size must be an int, got float 2.0"],
+    ),
+    "online_softmax dim out of range": (
+        lambda: online_softmax(torch.ones(2, 3), 2, dim=2),
+        ValueError,
+        ["dim=2 is out of range for x of shape (2, 3)", "0 to 1, or -1"],
+    ),
+    "online_softmax dim not an int": (
+        lambda: online_softmax(torch.ones(2, 3), 2, dim="rows"),
+        TypeError,
+        ["dim must be an int, got str 'rows'"],
+    ),
+    "online_softmax empty dimension": (
+        lambda: online_softmax(torch.ones(2, 0), 2),
+        ValueError,
+        ["x has no entries along dim=-1 (shape (2, 0))"],
+    ),
+    "tiled block size 0": (
+        lambda: tiled(block_size=0),
+        ValueError,
+        ["block_size must be at least 1, got block_size=0", "e.g. block_size=64"],
+    ),
+    "tiled block size a float": (
+        lambda: tiled(block_size=32.0),
+        TypeError,
+        ["block_size must be an int, got float 32.0"],
+    ),
+    "tiled query not a tensor (same mistake)": (
+        lambda: tiled(query=[[1.0, 2.0]]),
+        TypeError,
+        ["query must be a torch.Tensor, got list", "torch.tensor(query)"],
+    ),
+    "tiled 1-D key (same mistake)": (
+        lambda: tiled(key=torch.ones(4)),
+        ValueError,
+        ["key must have at least 2 dimensions", "got shape (4,)"],
+    ),
+    "tiled widths differ (same mistake)": (
+        lambda: tiled(key=torch.ones(2, 6, 5)),
+        ValueError,
+        ["query (2, 6, 4) with d_k=4 and key (2, 6, 5) with d_k=5"],
+    ),
+    "tiled key and value lengths differ (same mistake)": (
+        lambda: tiled(value=torch.ones(2, 5, 3)),
+        ValueError,
+        ["key (2, 6, 4) with T_k=6 and value (2, 5, 3) with T_k=5"],
+    ),
+    "tiled integer value (same mistake)": (
+        lambda: tiled(value=torch.ones(2, 6, 3, dtype=torch.int64)),
+        TypeError,
+        ["value must be floating point, got dtype torch.int64"],
+    ),
+    "tiled negative scale (same mistake)": (
+        lambda: tiled(scale=-1.0),
+        ValueError,
+        ["scale must be a positive finite number, got scale=-1.0", "scale=None"],
+    ),
+    "tiled batch dimensions do not broadcast (same mistake)": (
+        lambda: tiled(key=torch.ones(3, 6, 4), value=torch.ones(3, 6, 3)),
+        ValueError,
+        ["got query (2,), key (3,) and value (3,)"],
+    ),
+    "sliding window 0": (
+        lambda: sliding_window_mask(5, 0),
+        ValueError,
+        ["window must be at least 1, got window=0", "itself included"],
+    ),
+    "sliding window length a float": (
+        lambda: sliding_window_mask(5.0, 2),
+        TypeError,
+        ["T must be an int, got float 5.0"],
+    ),
+    "sliding window length 0": (
+        lambda: sliding_window_mask(0, 2),
+        ValueError,
+        ["T must be at least 1, got T=0", "the sequence length"],
+    ),
+}
+
+
+@pytest.mark.parametrize("call, error, fragments", ERRORS.values(), ids=list(ERRORS))
+def test_error_names_the_values_and_the_fix(call, error, fragments, raises_teaching):
+    raises_teaching(call, error, fragments)

@@ -1,0 +1,391 @@
+"""Time attention three ways side by side, and measure the memory each needs.
+
+``make bench`` runs ``python -m tools.bench``. For a batch of 4 sequences, 12 heads
+of width 64 and T = 256, 512, 1024, 2048 and 4096 tokens, each with a causal mask
+and without a mask, it runs the forward pass of
+
+- ``plain``: ``softmax(Q K^T * scale) V`` in a few lines (:func:`plain_attention`),
+  which holds the whole ``(B, H, T, T)`` matrix of scores, then of weights;
+- ``tiled``: ``attn_course.tiled_attention`` with its default block size, which
+  holds one tile of scores at a time;
+- ``sdpa``: ``torch.nn.functional.scaled_dot_product_attention``, PyTorch's fused
+  kernel.
+
+A second section runs ``tiled_attention`` at T = 1024 with a causal mask for
+several block sizes, next to ``plain`` and ``sdpa``: the measurement behind the
+default block size. The results are printed as a table (time in ms and as a
+multiple of ``sdpa``'s, peak memory in MiB and as a fraction of ``plain``'s) and
+written as JSON, with the machine, the torch version and the date, to
+``chapters/data/bench-cpu.json`` (``bench-cuda.json`` on a machine with CUDA, which
+adds the same rows on the GPU). The Chapter 9 notebook reads that file as
+``data/bench-cpu.json``. ``--quick`` measures two short lengths with few repeats,
+to check that the command works, and writes to ``_build/bench/`` unless ``--out``
+is given.
+
+Time
+    Every call runs under ``torch.inference_mode()``. After ``--warmup`` calls of
+    each method, ``--repeats`` rounds call each method once in turn (so that a
+    busy moment of the machine slows all three alike), timed with
+    ``time.perf_counter`` (after ``torch.cuda.synchronize()`` on a GPU); the table
+    shows the median.
+
+Peak memory on the CPU
+    The most resident memory (RSS) the process holds during one call, minus what
+    it held just before: what the call needs beyond its inputs (its output
+    included, the same for every method). Linux keeps that high-water mark as
+    ``VmHWM`` in ``/proc/self/status`` and resets it to the current RSS when ``5``
+    is written to ``/proc/self/clear_refs``. Memory freed by earlier calls stays
+    in the C allocator's free lists, where a new allocation could reuse it without
+    the RSS growing; so before each measured call the free memory is handed back
+    to the system (``gc.collect()``, then glibc's ``malloc_trim(0)``), and every
+    page the call touches is counted. It is the memory the process really holds:
+    a freed block that the allocator keeps but cannot reuse for the next request
+    counts too. ``tests/test_bench.py`` checks the method on tensors of known
+    size. Elsewhere than Linux with glibc the peak columns are
+    empty (``null``) and the command says so.
+
+Peak memory on a GPU
+    ``torch.cuda.max_memory_allocated()`` during the call minus
+    ``torch.cuda.memory_allocated()`` before it.
+
+Sections
+    Each section is a function that returns rows (dicts); :data:`SECTIONS` lists
+    them in order. A new comparison, such as generation with and without a cache
+    of keys and values, is a new function added there; printing, ratios and the
+    file need no change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import datetime
+import gc
+import inspect
+import json
+import os
+import platform
+import re
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from attn_course import causal_mask, tiled_attention
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "chapters" / "data"
+QUICK_DIR = ROOT / "_build" / "bench"
+MIB = 2**20
+DEFAULT_BLOCK = inspect.signature(tiled_attention).parameters["block_size"].default
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What one run measures; stored in the file next to the results."""
+
+    batch: int = 4
+    heads: int = 12
+    head_width: int = 64
+    lengths: tuple[int, ...] = (256, 512, 1024, 2048, 4096)
+    block_length: int = 1024  # the length of the block-size section
+    block_sizes: tuple[int, ...] = (32, 64, 128, 256, 512)
+    warmup: int = 1
+    repeats: int = 5
+    dtype: str = "float32"
+
+
+QUICK = Settings(lengths=(32, 64), block_length=64, block_sizes=(16, 64), repeats=2)
+"""``--quick``: short lengths and few repeats, to check that the command works."""
+
+
+def plain_attention(query, key, value, is_causal=False):
+    """``softmax(Q K^T / sqrt(d)) V`` with the whole score matrix at once."""
+    T_q, T_k = query.size(-2), key.size(-2)
+    scores = query @ key.transpose(-2, -1) * query.size(-1) ** -0.5
+    if is_causal:
+        allowed = causal_mask(T_q, T_k, device=scores.device)
+        scores = scores.masked_fill(~allowed, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ value
+
+
+def sdpa(query, key, value, is_causal=False):
+    """PyTorch's fused kernel."""
+    return F.scaled_dot_product_attention(query, key, value, is_causal=is_causal)
+
+
+def tiled(block_size):
+    """``("tiled", block_size, function)``: tiled_attention with this block size."""
+
+    def run(query, key, value, is_causal=False):
+        return tiled_attention(
+            query, key, value, block_size=block_size, is_causal=is_causal
+        )
+
+    return ("tiled", block_size, run)
+
+
+PLAIN = ("plain", None, plain_attention)
+SDPA = ("sdpa", None, sdpa)
+
+
+# --- measuring ----------------------------------------------------------------
+
+
+def _synchronize(device):
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def median_ms(calls, device, settings):
+    """{key: median time in ms} of each zero-argument call in ``calls``.
+
+    The calls take turns, one call each per round, so that a busy moment of the
+    machine slows every method alike.
+    """
+    for call in calls.values():
+        for _ in range(settings.warmup):
+            call()
+    times = {name: [] for name in calls}
+    for _ in range(settings.repeats):
+        for name, call in calls.items():
+            _synchronize(device)
+            start = time.perf_counter()
+            call()
+            _synchronize(device)
+            times[name].append((time.perf_counter() - start) * 1000)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+_LIBC = ctypes.CDLL(None) if sys.platform.startswith("linux") else None
+
+
+def cpu_memory_problem():
+    """Why the CPU peak memory cannot be measured here, or "" when it can."""
+    if _LIBC is None or not hasattr(_LIBC, "malloc_trim"):
+        return "peak memory on the CPU needs Linux with glibc (malloc_trim)"
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError as error:
+        return f"cannot reset the RSS high-water mark: {error}"
+    return ""
+
+
+def _status_mib(field):
+    """A memory field of ``/proc/self/status`` (``VmRSS``, ``VmHWM``) in MiB."""
+    status = Path("/proc/self/status").read_text()
+    kib = re.search(rf"^{field}:\s+(\d+) kB$", status, flags=re.M).group(1)
+    return int(kib) / 1024
+
+
+def cpu_peak_mib(call):
+    """How many MiB of resident memory ``call()`` needs beyond what is held before."""
+    gc.collect()
+    _LIBC.malloc_trim(0)  # give freed memory back, so that reusing it counts
+    Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS
+    before = _status_mib("VmRSS")
+    call()
+    return _status_mib("VmHWM") - before
+
+
+def cuda_peak_mib(call):
+    """How many MiB of GPU memory ``call()`` allocates beyond what is held before."""
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    call()
+    torch.cuda.synchronize()
+    return (torch.cuda.max_memory_allocated() - before) / MIB
+
+
+def measure(methods, T, is_causal, device, settings, memory):
+    """One row per method: its median time and peak memory on random inputs.
+
+    ``methods`` holds ``(name, block size or None, function)`` triples; ``memory``
+    is :func:`cpu_peak_mib`, :func:`cuda_peak_mib` or None (not measured).
+    """
+    gen = torch.Generator(device=device).manual_seed(T)
+    shape = (settings.batch, settings.heads, T, settings.head_width)
+    dtype = getattr(torch, settings.dtype)
+    query, key, value = (
+        torch.randn(shape, generator=gen, device=device, dtype=dtype) for _ in range(3)
+    )
+    calls = {
+        (name, block): (lambda f=f: f(query, key, value, is_causal=is_causal))
+        for name, block, f in methods
+    }
+    with torch.inference_mode():
+        times = median_ms(calls, device, settings)
+        peaks = {
+            method: None if memory is None else memory(call)
+            for method, call in calls.items()
+        }
+    return [
+        {
+            "device": device,
+            "T": T,
+            "mask": "causal" if is_causal else "none",
+            "method": name,
+            "block_size": block,
+            "time_ms": round(times[name, block], 3),
+            "peak_mib": None
+            if peaks[name, block] is None
+            else round(peaks[name, block], 2),
+        }
+        for name, block in calls
+    ]
+
+
+# --- sections: each returns rows ------------------------------------------------
+
+
+def attention_rows(device, settings, memory):
+    """plain, tiled (default block size) and sdpa at every length, with and without
+    the causal mask."""
+    methods = [PLAIN, tiled(DEFAULT_BLOCK), SDPA]
+    rows = []
+    for T in settings.lengths:
+        for is_causal in (True, False):
+            rows += measure(methods, T, is_causal, device, settings, memory)
+    return rows
+
+
+def block_size_rows(device, settings, memory):
+    """tiled_attention at one length with a causal mask, for several block sizes."""
+    methods = [PLAIN, SDPA] + [tiled(size) for size in settings.block_sizes]
+    return measure(methods, settings.block_length, True, device, settings, memory)
+
+
+SECTIONS = {"attention": attention_rows, "block size": block_size_rows}
+"""Each section's name and the function that measures its rows, in order."""
+
+
+def add_ratios(rows):
+    """Add ``time_vs_sdpa`` and ``peak_vs_plain``: each row against the ``sdpa``
+    and ``plain`` rows of the same section, device, length and mask."""
+
+    def group(row):
+        return (row["section"], row["device"], row["T"], row["mask"])
+
+    reference = {(group(row), row["method"]): row for row in rows}
+    for row in rows:
+        sdpa_row = reference[group(row), "sdpa"]
+        plain_row = reference[group(row), "plain"]
+        row["time_vs_sdpa"] = round(row["time_ms"] / sdpa_row["time_ms"], 4)
+        peaks = (row["peak_mib"], plain_row["peak_mib"])
+        row["peak_vs_plain"] = None if None in peaks else round(peaks[0] / peaks[1], 4)
+    return rows
+
+
+# --- the run ----------------------------------------------------------------------
+
+
+def machine():
+    """The CPU model, core count, torch's thread count and the GPU, if any."""
+    cpu = platform.processor() or platform.machine()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        found = re.search(r"^model name\s*:\s*(.+)$", cpuinfo.read_text(), re.M)
+        cpu = found.group(1).strip() if found else cpu
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+        "platform": platform.platform(),
+    }
+
+
+def run(settings):
+    """Every section on the CPU, and on the GPU when there is one: the results."""
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    problem = cpu_memory_problem()
+    memory = {"cpu": None if problem else cpu_peak_mib, "cuda": cuda_peak_mib}
+    rows = []
+    for section, measure_section in SECTIONS.items():
+        for device in devices:
+            for row in measure_section(device, settings, memory[device]):
+                rows.append({"section": section, **row})
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
+            timespec="seconds"
+        ),
+        "machine": machine(),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "settings": {**asdict(settings), "default_block_size": DEFAULT_BLOCK},
+        "memory_note": problem or "CPU: growth of the RSS high-water mark (VmHWM)",
+        "rows": add_ratios(rows),
+    }
+
+
+def _number(value, digits):
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def table(results):
+    """The results as a text table, one block per section."""
+    lines = []
+    header = (
+        f"{'device':6} {'T':>5} {'mask':6} {'method':6} {'block':>5} "
+        f"{'time ms':>9} {'x sdpa':>7} {'peak MiB':>9} {'x plain':>8}"
+    )
+    for section in dict.fromkeys(row["section"] for row in results["rows"]):
+        lines += ["", f"{section}:", header]
+        for row in results["rows"]:
+            if row["section"] != section:
+                continue
+            block = "" if row["block_size"] is None else row["block_size"]
+            lines.append(
+                f"{row['device']:6} {row['T']:>5} {row['mask']:6} {row['method']:6} "
+                f"{block:>5} {row['time_ms']:>9.1f} {row['time_vs_sdpa']:>7.2f} "
+                f"{_number(row['peak_mib'], 1):>9} "
+                f"{_number(row['peak_vs_plain'], 3):>8}"
+            )
+    return "\n".join(lines)
+
+
+def default_out(quick, has_cuda):
+    """Where results go without ``--out``: the chapter's data, or ``_build/bench/``
+    for a quick run (so that it never replaces a full run's file)."""
+    name = "bench-cuda.json" if has_cuda else "bench-cpu.json"
+    return (QUICK_DIR if quick else DATA) / name
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="two short lengths and few repeats, to check that the command works",
+    )
+    parser.add_argument("--out", type=Path, help="where to write the JSON results")
+    parser.add_argument(
+        "--threads", type=int, help="torch's CPU threads (default: torch's own)"
+    )
+    args = parser.parse_args(argv)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    settings = QUICK if args.quick else Settings()
+    out = args.out or default_out(args.quick, torch.cuda.is_available())
+
+    results = run(settings)
+    header = results["machine"]
+    print(
+        f"{header['cpu']}, {header['cores']} cores, {header['torch_threads']} torch "
+        f"threads, torch {results['torch']}, {results['date']}"
+    )
+    print(f"peak memory: {results['memory_note']}")
+    print(table(results))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    print(f"\nwritten to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
