@@ -36,9 +36,7 @@ TABLES = chapters()
 # The kernels' environment, read once here in the main thread: the notebooks run in
 # worker threads, and copying os.environ there can race with pytest, which sets and
 # removes PYTEST_CURRENT_TEST in the main thread around every test.
-# Two kernels share the machine's cores, so each gets one thread: more threads than
-# cores make PyTorch's workers wait on each other, and the runs many times slower.
-KERNEL_ENV = {**os.environ, **EXECUTION_ENV, "OMP_NUM_THREADS": "1"}
+KERNEL_ENV = {**os.environ, **EXECUTION_ENV}
 
 
 def _rounds(answers):
