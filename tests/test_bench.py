@@ -206,7 +206,7 @@ def test_plain_attention_holds_scores_and_weights_and_tiled_does_not():
     the weights at once; tiled attention a small part of that."""
     settings = bench.Settings(batch=1, heads=8, warmup=1, repeats=1)
     rows = bench.measure(
-        [bench.PLAIN, bench.tiled(64), bench.SDPA],
+        [bench.PLAIN, bench.tiled(128), bench.SDPA],
         512,
         False,
         "cpu",

@@ -83,18 +83,21 @@ def runs(request):
         wait(list(shared.values()))
         return _execute(name, sources)
 
-    futures = {}
+    futures, later = {}, []
     for name, answers in TABLES.items():
         by_itself = runs_alone(CHAPTERS / name)
         for round_, sources in _rounds(answers).items():
             if (name, round_) not in wanted:
                 continue
             if by_itself:
-                futures[name, round_] = alone.submit(_execute_alone, name, sources)
+                later.append((name, round_, sources))
             else:
                 futures[name, round_] = shared[name, round_] = pool.submit(
                     _execute, name, sources
                 )
+    # Submitted once every shared run is known, so that they wait for all of them.
+    for name, round_, sources in later:
+        futures[name, round_] = alone.submit(_execute_alone, name, sources)
     yield futures
     for future in futures.values():
         future.cancel()
