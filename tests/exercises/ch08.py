@@ -4,6 +4,11 @@ from tests.exercises import Answers, wrong
 
 NOTEBOOK = "08_gpt.ipynb"
 
+# The chapter's model, the configuration each check's message quotes first; the
+# amounts the messages name are worked out from it here.
+V, T, D, L = 103, 64, 96, 4
+D_FF = 4 * D
+
 
 def params(body):
     """The answer cell of ch08-ex-params with the function body ``body``."""
@@ -53,19 +58,19 @@ ANSWERS = {
                     "    block = 12 * D * D + 10 * D\n"
                     "    return V * D + T * D + L * block + 2 * D + D * V\n"
                 ),
-                "the output layer is counted on its own (+13,184: V * D)",
+                f"the output layer is counted on its own (+{V * D:,}: V * D)",
                 "weight tying",
             ),
             wrong(
                 "no-positions",
                 params("    return V * D + L * (12 * D * D + 10 * D) + 2 * D\n"),
-                "the position table is missing (-8,192: T * D)",
+                f"the position table is missing (-{T * D:,}: T * D)",
             ),
             wrong(
                 "no-layer-norms",
                 params("    return V * D + T * D + L * (12 * D * D + 6 * D)\n"),
-                "the two LayerNorms of every block are missing (-2,048",
-                "the final LayerNorm, after the last block, is missing (-256",
+                f"the two LayerNorms of every block are missing (-{L * 2 * 2 * D:,}",
+                f"the final LayerNorm, after the last block, is missing (-{2 * D:,}",
             ),
             wrong(
                 "no-feed-forward-biases",
@@ -75,7 +80,8 @@ ANSWERS = {
                     "    return V * D + T * D + L * (attention + feed_forward + 4 * D)"
                     " + 2 * D\n"
                 ),
-                "the biases of the two feed-forward layers are missing (-2,560",
+                "the biases of the two feed-forward layers are missing "
+                f"(-{L * (D_FF + D):,}",
             ),
             wrong(
                 "qkv-biases",
@@ -85,7 +91,7 @@ ANSWERS = {
                     "    return V * D + T * D + L * (attention + feed_forward + 4 * D)"
                     " + 2 * D\n"
                 ),
-                "query, key and value biases are counted (+1,536",
+                f"query, key and value biases are counted (+{L * 3 * D:,}",
                 "qkv_bias=False",
             ),
             wrong(
@@ -96,7 +102,7 @@ ANSWERS = {
                     "    block = 4 * D * D + D + feed_forward + 4 * D\n"
                     "    return V * D + T * D + L * block + 2 * D\n"
                 ),
-                "taken as 2 * D (-263,168",
+                f"taken as 2 * D (-{L * (2 * D + 1) * (D_FF - 2 * D):,}",
                 "d_ff = 4 * D",
             ),
         ),
