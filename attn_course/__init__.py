@@ -35,6 +35,9 @@ training
 efficient
     Online softmax, tiled attention (the score matrix one tile at a time) and
     sliding-window masks (Chapter 9).
+kv_cache
+    The keys and values kept between the steps of generation, and their size
+    (Chapter 9).
 data
     The toy sentences used throughout the course.
 walkthrough
@@ -55,13 +58,14 @@ shapes
     The glossary of the letters every docstring's ``Shapes`` section uses.
 
 The modules import only downwards, with no cycle (a test checks it): ``_validate``,
-``shapes``, ``data``, ``masks``, ``translation``, ``positions`` and ``order_task``
-import nothing of the package but ``_validate``; ``functional`` builds on ``masks``;
-``modules``, ``walkthrough`` and ``efficient`` on ``functional``; ``block`` on
-``modules``; ``training`` and ``corpus`` on ``_validate`` only; ``seq2seq`` on
-``block``, ``positions`` and ``training``; ``gpt`` on those and ``corpus``;
-``plot`` draws what ``walkthrough`` computes and ``diagrams`` uses ``plot``'s
-figures; ``checks`` use all of these; ``explorer`` comes last.
+``shapes``, ``data``, ``masks``, ``translation``, ``positions``, ``order_task`` and
+``kv_cache`` import nothing of the package but ``_validate``; ``functional`` builds
+on ``masks``; ``modules`` on ``functional`` and ``kv_cache``; ``walkthrough`` and
+``efficient`` on ``functional``; ``block`` on ``modules``; ``training`` and
+``corpus`` on ``_validate`` only; ``seq2seq`` on ``block``, ``positions`` and
+``training``; ``gpt`` on those and ``corpus``; ``plot`` draws what ``walkthrough``
+computes and ``diagrams`` uses ``plot``'s figures; ``checks`` use all of these;
+``explorer`` comes last.
 """
 
 from . import (
@@ -74,6 +78,7 @@ from . import (
     explorer,
     functional,
     gpt,
+    kv_cache,
     masks,
     modules,
     order_task,
@@ -89,6 +94,7 @@ from .data import ToySentence, hello_shiny_sun, your_journey
 from .efficient import online_softmax, sliding_window_mask, tiled_attention
 from .functional import scaled_dot_product_attention
 from .gpt import GPT, GPTConfig, generate
+from .kv_cache import KVCache, LayerCache, kv_cache_numbers
 from .masks import (
     causal_mask,
     key_padding_to_attn_mask,
@@ -98,6 +104,7 @@ from .masks import (
 from .modules import (
     CausalAttention,
     CrossAttention,
+    GroupedQueryAttention,
     MultiHeadAttention,
     MultiHeadAttentionWrapper,
     SelfAttentionV1,
@@ -118,6 +125,9 @@ __all__ = [
     "CrossAttention",
     "GPT",
     "GPTConfig",
+    "GroupedQueryAttention",
+    "KVCache",
+    "LayerCache",
     "MultiHeadAttention",
     "MultiHeadAttentionWrapper",
     "SelfAttentionV1",
@@ -142,6 +152,8 @@ __all__ = [
     "gpt",
     "hello_shiny_sun",
     "key_padding_to_attn_mask",
+    "kv_cache",
+    "kv_cache_numbers",
     "masks",
     "modules",
     "online_softmax",

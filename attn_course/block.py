@@ -22,7 +22,7 @@ from __future__ import annotations
 from torch import nn
 
 from ._validate import require_choice
-from .modules import MultiHeadAttention
+from .modules import GroupedQueryAttention, MultiHeadAttention
 
 __all__ = ["FeedForward", "TransformerBlock"]
 
@@ -98,6 +98,10 @@ class TransformerBlock(nn.Module):
         Pre-norm (``True``) or post-norm (``False``).
     qkv_bias : bool, default False
         Biases on the query, key and value projections.
+    num_kv_heads : int, optional
+        Keyword only. Fewer key-value heads than ``num_heads`` make
+        ``self_attn`` a :class:`attn_course.GroupedQueryAttention` (Chapter 9);
+        ``None`` (or ``num_heads``) keeps one per head.
 
     Attributes
     ----------
@@ -136,40 +140,40 @@ class TransformerBlock(nn.Module):
         activation="gelu",
         norm_first=True,
         qkv_bias=False,
+        num_kv_heads=None,
     ):
         super().__init__()
         self.norm_first = bool(norm_first)
         self.norm1 = nn.LayerNorm(d_model)
-        self.self_attn = MultiHeadAttention(
-            d_model,
-            d_model,
-            context_length,
-            dropout,
-            num_heads,
-            qkv_bias,
-            causal=causal,
-        )
+        given = (d_model, d_model, context_length, dropout, num_heads, qkv_bias)
+        if num_kv_heads is None or num_kv_heads == num_heads:
+            self.self_attn = MultiHeadAttention(*given, causal=causal)
+        else:
+            self.self_attn = GroupedQueryAttention(
+                *given, num_kv_heads=num_kv_heads, causal=causal
+            )
         self.norm2 = nn.LayerNorm(d_model)
         self.feed_forward = FeedForward(d_model, d_ff, dropout, activation=activation)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x, key_padding_mask=None, *, return_weights=False):
+    def forward(self, x, key_padding_mask=None, *, return_weights=False, cache=None):
         """Update every token; see the class docstring for shapes.
 
         ``key_padding_mask`` is bool, ``True`` = real token (no query attends to a
         padding key); with ``return_weights=True`` the attention weights are
-        returned too.
+        returned too. ``cache``, a :class:`attn_course.LayerCache`, holds the keys
+        and values of the tokens before ``x`` and receives those of ``x``.
         """
+        attend = dict(
+            key_padding_mask=key_padding_mask, return_weights=True, cache=cache
+        )
         if self.norm_first:
-            attended, weights = self.self_attn(
-                self.norm1(x), key_padding_mask=key_padding_mask, return_weights=True
-            )  # (B, T, D), (B, H, T, T)
+            attended, weights = self.self_attn(self.norm1(x), **attend)
+            # (B, T, D), (B, H, T, T)
             x = x + self.dropout(attended)
             x = x + self.feed_forward(self.norm2(x))
         else:
-            attended, weights = self.self_attn(
-                x, key_padding_mask=key_padding_mask, return_weights=True
-            )
+            attended, weights = self.self_attn(x, **attend)
             x = self.norm1(x + self.dropout(attended))
             x = self.norm2(x + self.feed_forward(x))
         return (x, weights) if return_weights else x

@@ -39,6 +39,7 @@ from ._validate import (
 )
 from .block import TransformerBlock
 from .corpus import random_windows
+from .kv_cache import KVCache
 from .positions import sinusoidal_positions
 from .training import evaluating, lr_at
 
@@ -81,6 +82,10 @@ class GPTConfig:
         The output layer reuses the token embedding's weight matrix.
     positions : {"learned", "sinusoidal"}, default "learned"
     qkv_bias : bool, default False
+    num_kv_heads : int, optional
+        Key-value heads per attention layer, a divisor of ``num_heads``; fewer
+        than ``num_heads`` is grouped-query attention, 1 is multi-query attention
+        (Chapter 9). ``num_heads`` if not given.
 
     Raises
     ------
@@ -106,6 +111,7 @@ class GPTConfig:
     tie_weights: bool = True
     positions: str = "learned"
     qkv_bias: bool = False
+    num_kv_heads: int | None = None
 
     def __post_init__(self):
         for name in (
@@ -119,6 +125,9 @@ class GPTConfig:
         if self.d_ff is None:
             object.__setattr__(self, "d_ff", 4 * self.d_model)
         require_int(self.d_ff, "d_ff")
+        if self.num_kv_heads is None:
+            object.__setattr__(self, "num_kv_heads", self.num_heads)
+        require_int(self.num_kv_heads, "num_kv_heads")
         require_probability(self.dropout, "dropout", hint="use e.g. dropout=0.1")
         if self.positions not in POSITIONS:
             raise ValueError(
@@ -131,6 +140,13 @@ class GPTConfig:
                 f"{self.num_heads}: every head gets d_model // num_heads features; "
                 f"e.g. num_heads={math.gcd(self.d_model, self.num_heads)} (did you "
                 "swap num_heads and num_layers?)"
+            )
+        if self.num_heads % self.num_kv_heads:
+            raise ValueError(
+                f"num_kv_heads={self.num_kv_heads} does not divide num_heads="
+                f"{self.num_heads}: each key-value head serves num_heads // "
+                "num_kv_heads query heads; e.g. num_kv_heads="
+                f"{math.gcd(self.num_heads, self.num_kv_heads)}"
             )
         if self.positions == "sinusoidal" and self.d_model % 2:
             raise ValueError(
@@ -219,6 +235,7 @@ e.g. idx[:, -8:], or use a GPTConfig with context_length >= 9
                     activation="gelu",
                     norm_first=c.norm_first,
                     qkv_bias=c.qkv_bias,
+                    num_kv_heads=c.num_kv_heads,
                 )
                 for _ in range(c.num_layers)
             ]
@@ -268,7 +285,33 @@ e.g. idx[:, -8:], or use a GPTConfig with context_length >= 9
             )
         return T
 
-    def forward(self, idx, *, return_weights=False):
+    def _check_cache(self, cache, T):
+        """The number of tokens ``cache`` holds (0 without one), after checking
+        that it belongs to this model and has room for ``T`` more."""
+        if cache is None:
+            return 0
+        L = self.config.num_layers
+        if not isinstance(cache, KVCache):
+            raise TypeError(
+                f"cache must be a KVCache, got {kind_of(cache)}; e.g. "
+                f"cache=KVCache({L})"
+            )
+        if len(cache.layers) != L:
+            raise ValueError(
+                f"the cache has {len(cache.layers)} layers but the model has {L}; "
+                f"make one for this model, KVCache({L})"
+            )
+        past, limit = len(cache), self.config.context_length
+        if past + T > limit:
+            raise ValueError(
+                f"the cache holds {past} tokens and idx adds {T}: {past + T} is more "
+                f"than context_length={limit}, and there are no positions beyond it; "
+                "start a new cache from the last tokens (generate(..., "
+                "use_cache=True) does this)"
+            )
+        return past
+
+    def forward(self, idx, *, return_weights=False, cache=None):
         """Logits for the next token at every position.
 
         Parameters
@@ -277,24 +320,33 @@ e.g. idx[:, -8:], or use a GPTConfig with context_length >= 9
             Token ids, a LongTensor ``(B, T)`` with ``T <= context_length``.
         return_weights : bool, default False
             Also return the attention weights of every block.
+        cache : attn_course.KVCache, optional
+            The keys and values of the tokens that came before ``idx`` (Chapter
+            9): ``idx`` continues them, at positions ``len(cache)`` onwards, and
+            its keys and values are added to the cache. The cached tokens and
+            ``idx`` together must fit in ``context_length``.
 
         Returns
         -------
         torch.Tensor or (torch.Tensor, tuple of torch.Tensor)
             The logits ``(B, T, V)``; with ``return_weights``, also one
-            ``(B, H, T, T)`` tensor per block.
+            ``(B, H, T, T)`` tensor per block (``(B, H, T, past + T)`` with a
+            cache that held ``past`` tokens).
         """
         T = self._check(idx)
+        past = self._check_cache(cache, T)
         x = self.token_embedding(idx)  # (B, T) -> (B, T, D)
+        where = torch.arange(past, past + T, device=idx.device)  # (T,)
         if self.position_embedding is not None:
-            x = x + self.position_embedding(torch.arange(T, device=idx.device))
+            x = x + self.position_embedding(where)  # (B, T, D) + (T, D)
         else:
-            x = x + self.positions[:T]  # (B, T, D) + (T, D)
+            x = x + self.positions[where]  # (B, T, D) + (T, D)
         x = self.dropout(x)
+        layers = [None] * len(self.blocks) if cache is None else cache.layers
         all_weights = []
-        for block in self.blocks:
-            x, weights = block(x, return_weights=True)  # (B, T, D), (B, H, T, T)
-            all_weights.append(weights)
+        for block, layer_cache in zip(self.blocks, layers, strict=True):
+            x, weights = block(x, return_weights=True, cache=layer_cache)
+            all_weights.append(weights)  # x (B, T, D), weights (B, H, T, T)
         logits = self.head(self.final_norm(x))  # (B, T, D) -> (B, T, V)
         return (logits, tuple(all_weights)) if return_weights else logits
 
@@ -323,7 +375,14 @@ def _check_sampling(model, max_new_tokens, temperature, top_k):
 
 @torch.no_grad()
 def generate(
-    model, idx, max_new_tokens, *, temperature=1.0, top_k=None, generator=None
+    model,
+    idx,
+    max_new_tokens,
+    *,
+    temperature=1.0,
+    top_k=None,
+    generator=None,
+    use_cache=False,
 ):
     """Continue every sequence of ``idx`` by ``max_new_tokens`` tokens.
 
@@ -346,6 +405,13 @@ def generate(
     top_k : int, optional
     generator : torch.Generator, optional
         For reproducible sampling.
+    use_cache : bool, default False
+        Keep every layer's keys and values in a :class:`attn_course.KVCache`, so
+        that each step runs the model on the one new token instead of the whole
+        window (Chapter 9). The tokens are the same as without the cache. Once
+        the sequence is longer than ``context_length`` the window slides, every
+        position changes, and the cache is rebuilt from the window at each step:
+        past that point the cache saves nothing.
 
     Returns
     -------
@@ -363,22 +429,36 @@ def generate(
     torch.Size([1, 8])
     """
     temperature = _check_sampling(model, max_new_tokens, temperature, top_k)
-    model._check(idx[:, -model.config.context_length :] if idx.dim() == 2 else idx)
+    if not isinstance(use_cache, bool):
+        raise TypeError(f"use_cache must be True or False, got {use_cache!r}")
+    C = model.config.context_length
+    model._check(idx[:, -C:] if idx.dim() == 2 else idx)
+    cache = None
     with evaluating(model):
         for _ in range(max_new_tokens):
-            window = idx[:, -model.config.context_length :]  # (B, <= context_length)
-            logits = model(window)[:, -1, :]  # (B, V): scores for the next token
-            if temperature == 0:
-                next_id = logits.argmax(dim=-1, keepdim=True)  # (B, 1)
-            else:
-                logits = logits / temperature
-                if top_k is not None:
-                    kth = torch.topk(logits, top_k, dim=-1).values[:, -1:]  # (B, 1)
-                    logits = logits.masked_fill(logits < kth, float("-inf"))
-                probs = torch.softmax(logits, dim=-1)  # (B, V)
-                next_id = torch.multinomial(probs, 1, generator=generator)  # (B, 1)
+            if not use_cache:
+                logits = model(idx[:, -C:])  # the window, (B, <= C, V)
+            elif cache is not None and len(cache) < C:
+                # Only the newest token is new: (B, 1) -> (B, 1, V).
+                logits = model(idx[:, -1:], cache=cache)
+            else:  # the first step, or the window slid: fill a fresh cache
+                cache = KVCache(len(model.blocks))
+                logits = model(idx[:, -C:], cache=cache)
+            next_id = _pick(logits[:, -1, :], temperature, top_k, generator)
             idx = torch.cat([idx, next_id], dim=1)  # (B, T + 1)
     return idx
+
+
+def _pick(logits, temperature, top_k, generator):
+    """The next token ``(B, 1)`` from the last position's ``logits``, ``(B, V)``."""
+    if temperature == 0:
+        return logits.argmax(dim=-1, keepdim=True)  # (B, 1)
+    logits = logits / temperature
+    if top_k is not None:
+        kth = torch.topk(logits, top_k, dim=-1).values[:, -1:]  # (B, 1)
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    probs = torch.softmax(logits, dim=-1)  # (B, V)
+    return torch.multinomial(probs, 1, generator=generator)  # (B, 1)
 
 
 @torch.no_grad()

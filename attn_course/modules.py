@@ -11,6 +11,9 @@ Each class adds one idea to the one before it:
   projection; :class:`ShapeTracer` records the shape of every reshape step.
 - :class:`CrossAttention` (Chapter 6): queries from one sequence, keys and values
   from another, the *memory*.
+- :class:`GroupedQueryAttention` (Chapter 9): fewer key-value heads than query
+  heads, each shared by a group of query heads; :class:`MultiHeadAttention` also
+  takes a :class:`attn_course.LayerCache` of the keys and values already computed.
 
 Constructor arguments, parameter names and the order in which parameters are created
 follow the classes of the LLMs-from-scratch book (chapter 3), so the same
@@ -30,12 +33,14 @@ from torch import nn
 
 from ._validate import (
     describe_call,
+    kind_of,
     require_floating,
     require_int,
     require_probability,
     require_tensor,
 )
 from .functional import scaled_dot_product_attention
+from .kv_cache import LayerCache
 from .masks import causal_mask, key_padding_to_attn_mask, require_padding_mask
 
 __all__ = [
@@ -44,6 +49,7 @@ __all__ = [
     "CausalAttention",
     "MultiHeadAttentionWrapper",
     "MultiHeadAttention",
+    "GroupedQueryAttention",
     "ShapeTracer",
     "CrossAttention",
 ]
@@ -99,6 +105,25 @@ def _check_heads(d_out, num_heads, called_as):
             f"called as {called_as}: are two arguments swapped?)"
         )
     raise ValueError(message)
+
+
+def _check_kv_heads(num_kv_heads, num_heads):
+    """Raise a teaching error unless ``num_kv_heads`` divides ``num_heads``."""
+    num_kv_heads = require_int(
+        num_kv_heads,
+        "num_kv_heads",
+        hint=f"e.g. num_kv_heads=1 for num_heads={num_heads}",
+    )
+    if num_heads % num_kv_heads:
+        divisors = ", ".join(
+            str(n) for n in range(1, num_heads + 1) if num_heads % n == 0
+        )
+        raise ValueError(
+            f"num_kv_heads={num_kv_heads} does not divide num_heads={num_heads}: "
+            "every key-value head serves the same number of query heads; choose "
+            f"num_kv_heads in {{{divisors}}}"
+        )
+    return num_kv_heads
 
 
 def _check_tokens(x, name, width_name, width, *, allow_unbatched):
@@ -621,44 +646,56 @@ class _MultiHeadBase(nn.Module):
     """Projections, head split, attention, head merge and output projection shared
     by :class:`MultiHeadAttention` and :class:`CrossAttention`."""
 
-    def __init__(self, d_in, d_kv, d_out, num_heads, dropout, qkv_bias):
+    def __init__(self, d_in, d_kv, d_out, num_heads, dropout, qkv_bias, num_kv_heads):
         super().__init__()
         self.d_out = d_out
         self.num_heads = num_heads
+        self.num_kv_heads = num_kv_heads
         self.head_dim = d_out // num_heads
+        kv_width = num_kv_heads * self.head_dim  # d_out, unless heads share keys
         self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_key = nn.Linear(d_kv, d_out, bias=qkv_bias)
-        self.W_value = nn.Linear(d_kv, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_kv, kv_width, bias=qkv_bias)
+        self.W_value = nn.Linear(d_kv, kv_width, bias=qkv_bias)
         self.out_proj = nn.Linear(d_out, d_out)  # mixes the heads' outputs
         self.dropout = nn.Dropout(dropout)
 
-    def _split_heads(self, t, name, T, trace):
-        """Cut each token's vector into H heads: ``(B, T, D) -> (B, H, T, d)``."""
+    def _split_heads(self, t, name, T, trace, heads="H"):
+        """Cut each token's vector into H heads: ``(B, T, D) -> (B, H, T, d)``
+        (into ``H_kv`` heads for grouped keys and values, ``heads="H_kv"``)."""
         B, n_tokens, _ = t.shape
-        t = t.view(B, n_tokens, self.num_heads, self.head_dim)  # -> (B, T, H, d)
-        _emit(trace, f"{name}.view", t, f"(B, {T}, H, d)")
+        count = self.num_heads if heads == "H" else self.num_kv_heads
+        t = t.view(B, n_tokens, count, self.head_dim)  # -> (B, T, H, d)
+        _emit(trace, f"{name}.view", t, f"(B, {T}, {heads}, d)")
         t = t.transpose(1, 2)  # (B, T, H, d) -> (B, H, T, d)
-        _emit(trace, f"{name}.transpose", t, f"(B, H, {T}, d)")
+        _emit(trace, f"{name}.transpose", t, f"(B, {heads}, {T}, d)")
         return t
 
     def extra_repr(self):
         """The sizes named in the subclass's ``_shown``, for ``print(module)``."""
         return ", ".join(f"{name}={getattr(self, name)}" for name in self._shown)
 
-    def _attend(self, x, memory, key_padding_mask, return_weights, trace):
+    def _attend(self, x, memory, key_padding_mask, return_weights, trace, cache=None):
         """Mask, project, split into heads, attend, merge the heads, project out.
 
         ``memory`` is ``x`` itself for self-attention. The subclass says whether the
         attention is causal (``self.causal``) and how the query and key lengths are
-        written in messages and trace notes (``self._letters``). Returns the
-        output ``(B, T_q, D)`` and, with ``return_weights``, the weights
+        written in messages and trace notes (``self._letters``). With a ``cache``
+        (a :class:`attn_course.LayerCache`), the new keys and values are appended
+        to it and the queries attend to everything it holds. Returns the output
+        ``(B, T_q, D)`` and, with ``return_weights``, the weights
         ``(B, H, T_q, T_k)``.
         """
         causal = self.causal
         Tq, Tk = self._letters
         B, T_q, _ = x.shape
         T_k = memory.size(1)
+        past = 0 if cache is None else len(cache)
         attn_mask = None
+        if past and causal and T_q > 1:
+            # Query i is token past + i: it sees keys 0..past + i, the last T_q rows
+            # of the square mask over all past + T_q tokens. (T_q, past + T_q)
+            # (One new token sees every key: no mask at all.)
+            attn_mask = causal_mask(past + T_q, device=x.device)[past:]
         if key_padding_mask is not None:
             require_padding_mask(
                 key_padding_mask,
@@ -675,14 +712,19 @@ class _MultiHeadBase(nn.Module):
 
         queries = self.W_query(x)  # (B, T_q, d_in) -> (B, T_q, D)
         _emit(trace, "queries", queries, f"(B, {Tq}, D)")
+        grouped = self.num_kv_heads != self.num_heads
+        kv_heads, kv_width = ("H_kv", "H_kv * d") if grouped else ("H", "D")
         keys = self.W_key(memory)  # (B, T_k, d_kv) -> (B, T_k, D)
-        _emit(trace, "keys", keys, f"(B, {Tk}, D)")
+        _emit(trace, "keys", keys, f"(B, {Tk}, {kv_width})")
         values = self.W_value(memory)  # (B, T_k, d_kv) -> (B, T_k, D)
-        _emit(trace, "values", values, f"(B, {Tk}, D)")
+        _emit(trace, "values", values, f"(B, {Tk}, {kv_width})")
 
         queries = self._split_heads(queries, "queries", Tq, trace)  # (B, H, T_q, d)
-        keys = self._split_heads(keys, "keys", Tk, trace)  # -> (B, H, T_k, d)
-        values = self._split_heads(values, "values", Tk, trace)  # -> (B, H, T_k, d)
+        keys = self._split_heads(keys, "keys", Tk, trace, kv_heads)  # (B, H, T_k, d)
+        values = self._split_heads(values, "values", Tk, trace, kv_heads)
+        if cache is not None:
+            # Everything this layer has seen: (B, H_kv, past + T_k, d) each.
+            keys, values = cache.append(keys, values)
 
         # Every head attends on its own.
         context, weights = scaled_dot_product_attention(
@@ -691,9 +733,10 @@ class _MultiHeadBase(nn.Module):
             values,
             attn_mask=attn_mask,
             dropout_p=self.dropout.p,
-            is_causal=causal and attn_mask is None,
+            is_causal=causal and not past and attn_mask is None,
             training=self.training,
             return_weights=True,
+            enable_gqa=grouped,  # each group of H // H_kv query heads shares keys
         )
         _emit(trace, "weights", weights, f"(B, H, {Tq}, {Tk})")
         _emit(trace, "context", context, f"(B, H, {Tq}, d)")
@@ -824,15 +867,26 @@ class MultiHeadAttention(_MultiHeadBase):
         causal=True,
     ):
         given = (d_in, d_out, context_length, dropout, num_heads, qkv_bias)
-        d_in, d_out, context_length, dropout, num_heads, _ = _checked(
+        self._build(given, causal, num_kv_heads=None)
+
+    def _build(self, given, causal, num_kv_heads):
+        """Check the arguments and create the layers; ``num_kv_heads=None`` gives
+        every query head its own keys and values."""
+        d_in, d_out, context_length, dropout, num_heads, qkv_bias = _checked(
             self, *given, split_heads=True
         )
-        super().__init__(d_in, d_in, d_out, num_heads, dropout, qkv_bias)
+        if num_kv_heads is None:
+            num_kv_heads = num_heads
+        else:
+            num_kv_heads = _check_kv_heads(num_kv_heads, num_heads)
+        super().__init__(d_in, d_in, d_out, num_heads, dropout, qkv_bias, num_kv_heads)
         self.d_in = d_in
         self.context_length = context_length
         self.causal = bool(causal)
 
-    def forward(self, x, *, key_padding_mask=None, return_weights=False, trace=None):
+    def forward(
+        self, x, *, key_padding_mask=None, return_weights=False, trace=None, cache=None
+    ):
         """Attend from each token to the tokens it may see, in every head.
 
         Parameters
@@ -847,17 +901,105 @@ class MultiHeadAttention(_MultiHeadBase):
             Also return the attention weights of every head (after dropout).
         trace : callable, optional
             Called as ``trace(name, tensor)`` at every step; see :class:`ShapeTracer`.
+        cache : attn_course.LayerCache, optional
+            The keys and values of the tokens before ``x`` (Chapter 9). The new
+            tokens' keys and values are appended to it, and each new token attends
+            to the cached tokens and to the new ones up to itself. Not combined
+            with ``key_padding_mask``.
 
         Returns
         -------
         torch.Tensor or (torch.Tensor, torch.Tensor)
             The output ``(B, T, d_out)``, and the weights ``(B, H, T, T)`` if
-            ``return_weights=True``.
+            ``return_weights=True`` (``(B, H, T, past + T)`` with a cache that
+            held ``past`` tokens).
         """
         T = _check_tokens(x, "x", "d_in", self.d_in, allow_unbatched=False)
-        _check_length(T, self.context_length)
+        past = 0
+        if cache is not None:
+            if not isinstance(cache, LayerCache):
+                raise TypeError(
+                    f"cache must be a LayerCache, got {kind_of(cache)}; pass one "
+                    "layer of a KVCache, e.g. cache=KVCache(num_layers).layers[0]"
+                )
+            if key_padding_mask is not None:
+                raise ValueError(
+                    "key_padding_mask cannot be combined with a cache: the cache "
+                    "holds keys of earlier calls, which the mask does not cover; "
+                    "generate without padding, one sequence length per batch"
+                )
+            past = len(cache)
+        _check_length(past + T, self.context_length)
         _emit(trace, "x", x, "(B, T, d_in)")
-        return self._attend(x, x, key_padding_mask, return_weights, trace)
+        return self._attend(x, x, key_padding_mask, return_weights, trace, cache)
+
+
+class GroupedQueryAttention(MultiHeadAttention):
+    """Multi-head self-attention whose query heads share fewer key-value heads.
+
+    The ``num_heads`` query heads are split into ``num_kv_heads`` groups of
+    ``num_heads // num_kv_heads`` heads; every head of a group attends with the
+    same keys and values. ``num_kv_heads == num_heads`` is
+    :class:`MultiHeadAttention`; ``num_kv_heads == 1`` is *multi-query attention*
+    (one key and one value per token for all heads). The key and value
+    projections, and a KV cache, shrink by the factor ``num_heads //
+    num_kv_heads``. Introduced in Chapter 9.
+
+    Parameters
+    ----------
+    d_in, d_out, context_length, dropout, num_heads, qkv_bias
+        As in :class:`MultiHeadAttention`.
+    num_kv_heads : int
+        Keyword only. The number of key-value heads ``H_kv``, a divisor of
+        ``num_heads``.
+    causal : bool, default True
+        Keyword only.
+
+    Attributes
+    ----------
+    W_key, W_value : nn.Linear
+        ``d_in -> num_kv_heads * head_dim``.
+    num_kv_heads : int
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    x : (B, T, d_in)
+    output : (B, T, d_out)
+    weights : (B, H, T, T)
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :class:`MultiHeadAttention`, and if ``num_kv_heads`` is not an int that
+        divides ``num_heads``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> gqa = GroupedQueryAttention(8, 8, 6, 0.0, num_heads=4, num_kv_heads=2)
+    >>> gqa.W_query.weight.shape, gqa.W_key.weight.shape  # keys: 2 heads of 2
+    (torch.Size([8, 8]), torch.Size([4, 8]))
+    >>> gqa(torch.randn(1, 6, 8)).shape
+    torch.Size([1, 6, 8])
+    """
+
+    _shown = MultiHeadAttention._shown + ("num_kv_heads",)
+
+    def __init__(
+        self,
+        d_in,
+        d_out,
+        context_length,
+        dropout,
+        num_heads,
+        qkv_bias=False,
+        *,
+        num_kv_heads,
+        causal=True,
+    ):
+        given = (d_in, d_out, context_length, dropout, num_heads, qkv_bias)
+        self._build(given, causal, num_kv_heads=num_kv_heads)
 
 
 class CrossAttention(_MultiHeadBase):
@@ -940,7 +1082,7 @@ class CrossAttention(_MultiHeadBase):
             self, d_in, d_out, num_heads, dropout, qkv_bias, d_memory, split_heads=True
         )
         d_memory = d_in if d_memory is None else d_memory
-        super().__init__(d_in, d_memory, d_out, num_heads, dropout, qkv_bias)
+        super().__init__(d_in, d_memory, d_out, num_heads, dropout, qkv_bias, num_heads)
         self.d_in = d_in
         self.d_memory = d_memory
         self.causal = False  # the memory is complete: every query sees all of it

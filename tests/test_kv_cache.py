@@ -1,0 +1,236 @@
+"""Grouped-query attention and the KV cache (Chapter 9): each equal to the plain
+computation it replaces."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import attn_course
+from attn_course import (
+    GPT,
+    GPTConfig,
+    GroupedQueryAttention,
+    KVCache,
+    LayerCache,
+    MultiHeadAttention,
+    generate,
+    kv_cache_numbers,
+)
+
+
+def _gpt(num_kv_heads=None, positions="learned", context_length=24, seed=0):
+    torch.manual_seed(seed)
+    config = GPTConfig(
+        vocab_size=17,
+        context_length=context_length,
+        d_model=16,
+        num_heads=4,
+        num_layers=2,
+        positions=positions,
+        num_kv_heads=num_kv_heads,
+    )
+    return GPT(config).eval()
+
+
+# ---------------------------------------------------------------------------------
+# Grouped-query attention
+# ---------------------------------------------------------------------------------
+
+
+def test_as_many_key_value_heads_as_query_heads_is_multi_head_attention():
+    torch.manual_seed(3)
+    mha = MultiHeadAttention(8, 8, 6, 0.0, 4)
+    torch.manual_seed(3)
+    gqa = GroupedQueryAttention(8, 8, 6, 0.0, 4, num_kv_heads=4)
+    x = torch.randn(2, 6, 8)
+    torch.testing.assert_close(gqa(x), mha(x), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("num_kv_heads", [1, 2, 4])
+@pytest.mark.parametrize("causal", [True, False])
+def test_grouped_query_attention_equals_pytorchs_enable_gqa(num_kv_heads, causal):
+    torch.manual_seed(num_kv_heads)
+    module = GroupedQueryAttention(
+        8, 16, 7, 0.0, 4, num_kv_heads=num_kv_heads, causal=causal
+    )
+    x = torch.randn(3, 7, 8)
+    q = module.W_query(x).view(3, 7, 4, 4).transpose(1, 2)  # (B, H, T, d)
+    k = module.W_key(x).view(3, 7, num_kv_heads, 4).transpose(1, 2)
+    v = module.W_value(x).view(3, 7, num_kv_heads, 4).transpose(1, 2)
+    expected = F.scaled_dot_product_attention(
+        q, k, v, is_causal=causal, enable_gqa=True
+    )
+    expected = module.out_proj(expected.transpose(1, 2).reshape(3, 7, 16))
+    torch.testing.assert_close(module(x), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_grouped_query_attention_has_narrower_key_and_value_projections():
+    module = GroupedQueryAttention(32, 32, 8, 0.0, 8, num_kv_heads=2)
+    assert module.W_key.weight.shape == (2 * 4, 32)
+    assert module.W_value.weight.shape == (2 * 4, 32)
+    assert "num_kv_heads=2" in repr(module)
+    full = MultiHeadAttention(32, 32, 8, 0.0, 8)
+    saved = sum(p.numel() for p in full.parameters()) - sum(
+        p.numel() for p in module.parameters()
+    )
+    assert saved == 2 * 32 * (32 - 8)  # the weights of W_key and W_value
+
+
+def test_a_key_value_head_count_that_does_not_divide_the_heads_is_refused():
+    with pytest.raises(ValueError, match=r"num_kv_heads=3 does not divide num_heads=4"):
+        GroupedQueryAttention(8, 8, 6, 0.0, 4, num_kv_heads=3)
+    with pytest.raises(ValueError, match=r"\{1, 2, 4\}"):
+        GroupedQueryAttention(8, 8, 6, 0.0, 4, num_kv_heads=3)
+    with pytest.raises(TypeError, match="num_kv_heads"):
+        GroupedQueryAttention(8, 8, 6, 0.0, 4, num_kv_heads=2.0)
+    with pytest.raises(ValueError, match="num_kv_heads=3 does not divide"):
+        GPTConfig(vocab_size=5, context_length=4, num_heads=4, num_kv_heads=3)
+
+
+def test_the_gpt_uses_grouped_query_attention_only_when_asked():
+    assert type(_gpt().blocks[0].self_attn) is MultiHeadAttention
+    assert type(_gpt(num_kv_heads=4).blocks[0].self_attn) is MultiHeadAttention
+    attention = _gpt(num_kv_heads=1).blocks[0].self_attn
+    assert isinstance(attention, GroupedQueryAttention)
+    assert attention.num_kv_heads == 1
+
+
+def test_the_trace_names_the_key_value_heads():
+    module = GroupedQueryAttention(8, 8, 6, 0.0, 4, num_kv_heads=2)
+    tracer = attn_course.ShapeTracer()
+    module(torch.randn(1, 6, 8), trace=tracer)
+    text = str(tracer)
+    assert "keys.transpose     (1, 2, 6, 2)  (B, H_kv, T, d)" in text
+    assert "queries.transpose  (1, 4, 6, 2)  (B, H, T, d)" in text
+
+
+# ---------------------------------------------------------------------------------
+# The cache
+# ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("num_kv_heads", [4, 2, 1])
+@pytest.mark.parametrize("positions", ["learned", "sinusoidal"])
+def test_feeding_the_tokens_in_pieces_through_a_cache_gives_the_same_logits(
+    num_kv_heads, positions
+):
+    model = _gpt(num_kv_heads, positions)
+    idx = torch.randint(0, 17, (3, 20), generator=torch.Generator().manual_seed(1))
+    full, full_weights = model(idx, return_weights=True)
+    cache = KVCache(2)
+    pieces, start = [], 0
+    for size in (5, 1, 1, 7, 1, 5):  # a prompt, single tokens, longer pieces
+        logits, weights = model(
+            idx[:, start : start + size], cache=cache, return_weights=True
+        )
+        pieces.append(logits)
+        # The new tokens' rows of the whole attention matrix, up to themselves.
+        expected = full_weights[0][:, :, start : start + size, : start + size]
+        torch.testing.assert_close(weights[0], expected, rtol=1e-5, atol=1e-6)
+        start += size
+    assert len(cache) == 20
+    torch.testing.assert_close(torch.cat(pieces, dim=1), full, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("num_kv_heads", [4, 1])
+@pytest.mark.parametrize(
+    "sampling",
+    [dict(temperature=0), dict(temperature=1.0), dict(temperature=0.8, top_k=5)],
+    ids=["greedy", "sampled", "top-k"],
+)
+def test_cached_generation_gives_the_tokens_of_uncached_generation(
+    num_kv_heads, sampling
+):
+    model = _gpt(num_kv_heads)
+    prompt = torch.tensor([[1, 2, 3], [4, 5, 6]])
+    # 40 new tokens: past context_length=24, where the window starts to slide.
+    runs = [
+        generate(
+            model,
+            prompt,
+            40,
+            generator=torch.Generator().manual_seed(7),
+            use_cache=use_cache,
+            **sampling,
+        )
+        for use_cache in (False, True)
+    ]
+    assert runs[0].shape == (2, 43)
+    assert torch.equal(runs[0], runs[1])
+
+
+def test_a_prompt_longer_than_the_context_is_cut_with_and_without_the_cache():
+    model = _gpt()
+    prompt = torch.randint(0, 17, (1, 30), generator=torch.Generator().manual_seed(2))
+    plain = generate(model, prompt, 5, temperature=0)
+    cached = generate(model, prompt, 5, temperature=0, use_cache=True)
+    assert torch.equal(plain, cached)
+
+
+def test_the_cache_holds_what_the_formula_says():
+    model = _gpt(num_kv_heads=2)
+    cache = KVCache(2)
+    model(torch.randint(0, 17, (3, 11)), cache=cache)
+    numbers = kv_cache_numbers(
+        num_layers=2, num_kv_heads=2, head_dim=4, tokens=11, batch=3
+    )
+    assert cache.numbers() == numbers == 2 * 2 * 3 * 2 * 11 * 4
+    assert cache.nbytes() == 4 * numbers
+    layer = cache.layers[1]
+    assert layer.keys.shape == layer.values.shape == (3, 2, 11, 4)
+    assert "tokens=11" in repr(cache)
+
+
+def test_a_full_cache_says_how_many_tokens_it_holds_and_what_to_do():
+    model = _gpt(context_length=8)
+    cache = KVCache(2)
+    model(torch.zeros(1, 6, dtype=torch.long), cache=cache)
+    with pytest.raises(
+        ValueError,
+        match=r"holds 6 tokens and idx adds 3: 9 is more than context_length=8",
+    ):
+        model(torch.zeros(1, 3, dtype=torch.long), cache=cache)
+    assert len(cache) == 6  # the refused call stored nothing
+
+
+def test_a_cache_that_does_not_fit_the_model_is_refused():
+    model = _gpt()
+    idx = torch.zeros(1, 3, dtype=torch.long)
+    with pytest.raises(TypeError, match=r"cache must be a KVCache, got list"):
+        model(idx, cache=[])
+    with pytest.raises(ValueError, match=r"the cache has 3 layers but the model has 2"):
+        model(idx, cache=KVCache(3))
+    with pytest.raises(TypeError, match="use_cache must be True or False"):
+        generate(model, idx, 2, use_cache="yes")
+    module = MultiHeadAttention(8, 8, 6, 0.0, 2)
+    with pytest.raises(
+        TypeError, match=r"cache must be a LayerCache, got attn_course.KVCache"
+    ):
+        module(torch.randn(1, 3, 8), cache=KVCache(1))
+    with pytest.raises(ValueError, match="key_padding_mask cannot be combined"):
+        module(
+            torch.randn(1, 3, 8),
+            cache=LayerCache(),
+            key_padding_mask=torch.ones(1, 3, dtype=torch.bool),
+        )
+
+
+def test_the_layer_cache_refuses_keys_of_another_shape():
+    layer = LayerCache()
+    assert len(layer) == 0 and layer.numbers() == 0 and layer.nbytes() == 0
+    layer.append(torch.zeros(1, 2, 3, 4), torch.zeros(1, 2, 3, 4))
+    with pytest.raises(ValueError, match=r"differ in B, H_kv or d"):
+        layer.append(torch.zeros(1, 4, 1, 4), torch.zeros(1, 4, 1, 4))
+    with pytest.raises(ValueError, match=r"must have the same shape"):
+        layer.append(torch.zeros(1, 2, 1, 4), torch.zeros(1, 2, 2, 4))
+    with pytest.raises(ValueError, match=r"\(B, H_kv, T_new, d\), got \(2, 4\)"):
+        layer.append(torch.zeros(2, 4), torch.zeros(2, 4))
+    assert len(layer) == 3
+
+
+def test_the_cache_size_formula_checks_its_arguments():
+    assert kv_cache_numbers(12, 12, 64, 1024) == 2 * 12 * 12 * 1024 * 64
+    with pytest.raises(TypeError, match=r"tokens must be an int, got float 2.5"):
+        kv_cache_numbers(1, 1, 1, 2.5)
+    with pytest.raises(ValueError, match=r"batch must be at least 0, got -1"):
+        kv_cache_numbers(1, 1, 1, 1, batch=-1)
