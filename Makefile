@@ -7,8 +7,8 @@
 #   make lab       JupyterLab on the chapters
 #   make outputs   re-execute every notebook in place (after editing a chapter)
 #   make bench     time plain, tiled and PyTorch's attention and measure their peak
-#                  memory (Chapter 9); writes chapters/data/bench-cpu.json. Minutes
-#                  long, not part of make test: run it on a quiet machine
+#                  memory (Chapter 9); writes attn_course/measured/bench-cpu.json.
+#                  Minutes long, not part of make test: run it on a quiet machine
 #   make workshop  a folder and a zip for a workshop without Wi-Fi: student notebooks,
 #                  solutions, the package as a wheel, pinned requirements, a README
 #

@@ -19,6 +19,8 @@ function                   chapter     shows
 :func:`encoder_decoder`    6           where Q, K and V come from in each attention
 :func:`position_methods`   7           where each kind of position enters attention
 :func:`gpt_model`          8           a decoder-only model: blocks, residuals, head
+:func:`attention_tiles`    9           the tiles tiled attention computes or skips
+:func:`kv_cache_step`      9           one step of generation with a KV cache
 =========================  ==========  ===================================
 
 Each returns a :class:`matplotlib.figure.Figure`; ``diagram_text(fig)`` lists the
@@ -45,11 +47,13 @@ from ._validate import (
 from .plot import _NotebookFigure, _text_colour
 
 __all__ = [
+    "attention_tiles",
     "causal_mask",
     "diagram_text",
     "dropout_placement",
     "encoder_decoder",
     "gpt_model",
+    "kv_cache_step",
     "multi_head",
     "position_methods",
     "query_pipeline",
@@ -1062,4 +1066,199 @@ def gpt_model(idx, config):
     canvas, boxes = _side_column(steps)
     _residual(canvas, boxes[2], boxes[4], "residual", end_dy=0.08)
     _residual(canvas, boxes[4], boxes[6], "residual", start_dy=-0.08)
+    return canvas.fig
+
+
+# --- Chapter 9 ---------------------------------------------------------------------
+
+
+def attention_tiles(T_q, T_k, block_size, *, is_causal=True, head_dim=64):
+    """Which tiles of scores tiled attention computes, and the steps of one tile.
+
+    Top: the ``(T_q, T_k)`` score matrix cut into tiles of ``block_size`` queries by
+    ``block_size`` keys, read from :func:`attn_course.tiled_attention` itself
+    (``return_tiles=True``): dark tiles are computed, a tile the causal mask cuts
+    through is computed and masked inside, white tiles are skipped. Below: what
+    the loop does with one tile, with the running maximum ``m``, the running sum
+    ``s`` and the running weighted sum ``acc`` of its block of queries.
+
+    Introduced in Chapter 9.
+
+    Parameters
+    ----------
+    T_q, T_k : int
+        Number of queries and keys.
+    block_size : int
+        Queries and keys per tile.
+    is_causal : bool, default True
+    head_dim : int, default 64
+        The width ``d`` written in the shapes.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> lines = diagram_text(attention_tiles(8, 8, 4))
+    >>> "3 of 4 tiles computed, 1 skipped" in lines
+    True
+    """
+    from .efficient import tiled_attention
+
+    T_q = require_int(T_q, "T_q")
+    T_k = require_int(T_k, "T_k")
+    b = require_int(block_size, "block_size")
+    d = require_int(head_dim, "head_dim")
+    q = torch.zeros(T_q, 1)
+    k = torch.zeros(T_k, 1)
+    _, tiles = tiled_attention(
+        q, k, k, block_size=b, is_causal=bool(is_causal), return_tiles=True
+    )
+    rows, cols = tiles.shape
+    cell = min(0.42, 2.6 / max(rows, cols))
+    grid_height = rows * cell + 1.35
+    steps = [
+        (
+            "tile of scores S = Q_i K_jᵀ · scale",
+            f"Q_i (b, d), K_j (b, d) -> S ({b}, {b})",
+            "operation",
+            1,
+        ),
+        ("m_new = max(m, row max of S)", f"m, m_new ({b},)", "operation", 1),
+        (
+            "P = exp(S - m_new); r = exp(m - m_new)",
+            f"P ({b}, {b}), r ({b},)",
+            "operation",
+            1,
+        ),
+        (
+            "s = r · s + row sums of P;  acc = r · acc + P V_j",
+            f"s ({b},), acc ({b}, d) = ({b}, {d})",
+            "highlight",
+            1,
+        ),
+        (
+            "after the last tile: output = acc / s",
+            f"({b}, d) = ({b}, {d})",
+            "tensor",
+            1,
+        ),
+    ]
+    canvas, _ = _flow(steps, header=grid_height)
+    top = canvas.ax.get_ylim()[1] - 0.45
+    left = (WIDTH - cols * cell) / 2
+    computed = int(tiles.sum())
+    canvas.text(
+        WIDTH / 2,
+        top + 0.1,
+        f"scores ({T_q}, {T_k}) in tiles of {b} × {b}",
+        ha="center",
+        va="bottom",
+    )
+    for r in range(rows):
+        for c in range(cols):
+            # The causal mask cuts a tile whose last key comes after its first query.
+            cut = is_causal and (c + 1) * b - 1 > r * b
+            fill = (
+                "white" if not tiles[r, c] else (HIGHLIGHT_FILL if cut else TENSOR_EDGE)
+            )
+            canvas.ax.add_patch(
+                FancyBboxPatch(
+                    (left + c * cell, top - (r + 1) * cell),
+                    cell,
+                    cell,
+                    boxstyle="square,pad=0",
+                    facecolor=fill,
+                    edgecolor="#555555",
+                    lw=1,
+                )
+            )
+    legend = "blue: computed; white: skipped"
+    if is_causal:
+        legend = "blue: computed; yellow: computed, masked inside;\nwhite: skipped"
+    canvas.text(
+        WIDTH / 2,
+        top - rows * cell - 0.1,
+        f"{computed} of {rows * cols} tiles computed, {rows * cols - computed} "
+        f"skipped\n{legend}",
+        ha="center",
+        va="top",
+        fontsize=FONT_SIZE - 1,
+    )
+    return canvas.fig
+
+
+def kv_cache_step(config, cached, batch=1):
+    """One step of generation with a KV cache, with the shapes of every tensor.
+
+    The newest token alone goes through the model. In every layer its query
+    attends to all the keys and values in the cache, to which its own key and
+    value have just been appended; with grouped-query attention the cache holds
+    ``num_kv_heads`` heads, not ``num_heads``. Boxes drawn as a stack happen once
+    per head. Introduced in Chapter 9.
+
+    Parameters
+    ----------
+    config : attn_course.gpt.GPTConfig
+    cached : int
+        Tokens already in the cache before this step.
+    batch : int, default 1
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> from attn_course.gpt import GPTConfig
+    >>> config = GPTConfig(vocab_size=103, context_length=64, d_model=96,
+    ...                    num_heads=4, num_kv_heads=1)
+    >>> lines = diagram_text(kv_cache_step(config, 10))
+    >>> "K, V (B, H_kv, t + 1, d) = (1, 1, 11, 24)" in lines
+    True
+    """
+    cached = require_int(cached, "cached", minimum=0)
+    B = require_int(batch, "batch")
+    c = config
+    D, H, V, L = c.d_model, c.num_heads, c.vocab_size, c.num_layers
+    Hkv, d = c.num_kv_heads, c.d_model // c.num_heads
+    t = cached
+    steps = [
+        ("the newest token", _shape(("B", "1"), (B, 1)), "tensor", 1),
+        (
+            f"embedding + position {t}",
+            _shape(("B", "1", "D"), (B, 1, D)),
+            "operation",
+            1,
+        ),
+        (
+            "query, and the new key and value",
+            f"q (B, H, 1, d) = {(B, H, 1, d)}\nk, v (B, H_kv, 1, d) = {(B, Hkv, 1, d)}",
+            "operation",
+            H,
+        ),
+        (
+            f"append to the cache of t = {t} tokens",
+            "K, V (B, H_kv, t + 1, d) = " + str((B, Hkv, t + 1, d)),
+            "highlight",
+            1,
+        ),
+        (
+            "softmax(q Kᵀ · scale) V",
+            "weights (B, H, 1, t + 1) = " + str((B, H, 1, t + 1)),
+            "operation",
+            H,
+        ),
+        (
+            f"the rest of layer 1; then layers 2 to {L}"
+            if L > 1
+            else "the rest of the layer",
+            _shape(("B", "1", "D"), (B, 1, D)),
+            "operation",
+            1,
+        ),
+        ("logits for the next token", _shape(("B", "1", "V"), (B, 1, V)), "tensor", 1),
+    ]
+    canvas, _ = _flow(steps)
     return canvas.fig

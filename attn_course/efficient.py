@@ -17,12 +17,19 @@ compute the same result one block at a time:
   scores are computed one tile at a time, never as the whole matrix, and with a
   causal mask the tiles above the diagonal are not computed at all.
 - :func:`sliding_window_mask` lets each query see only the most recent keys.
+- :func:`stored_benchmark` reads the results of ``make bench`` that come with the
+  package, :func:`print_timings` prints what a notebook cell timed, and
+  :func:`operations_run` lists the PyTorch operations a call runs (from the
+  profiler).
 
 Shape letters are those of :mod:`attn_course.shapes`. Introduced in Chapter 9,
 where each function is first written by hand and compared with the one here.
 """
 
+import json
 import math
+import os
+from importlib import resources
 
 import torch
 
@@ -30,7 +37,14 @@ from ._validate import kind_of, require_floating, require_int, require_tensor
 from .functional import _check_inputs
 from .masks import causal_mask, to_additive_mask
 
-__all__ = ["online_softmax", "sliding_window_mask", "tiled_attention"]
+__all__ = [
+    "operations_run",
+    "online_softmax",
+    "print_timings",
+    "sliding_window_mask",
+    "stored_benchmark",
+    "tiled_attention",
+]
 
 _LOG2_E = math.log2(math.e)
 
@@ -392,3 +406,110 @@ def sliding_window_mask(T, window, *, device=None):
     allowed = causal_mask(T, device=device)  # j <= i
     too_far_back = allowed.tril(-window)  # j <= i - window
     return allowed & ~too_far_back
+
+
+def stored_benchmark(device="cpu"):
+    """The results of ``make bench`` stored with the package, as a dict.
+
+    ``make bench`` (``python -m tools.bench``) times plain attention,
+    :func:`tiled_attention` and PyTorch's kernel, measures their peak memory and
+    times generation with and without a KV cache, all in one run, and writes the
+    results into the package. The dict holds ``date``, ``machine``, ``torch``,
+    ``settings``, ``rows`` (one per attention measurement) and ``generation``.
+    Introduced in Chapter 9.
+
+    Parameters
+    ----------
+    device : {"cpu", "cuda"}, default "cpu"
+        Which run: on the CPU, or on a GPU (stored only once a machine with one
+        has run ``make bench``).
+
+    Raises
+    ------
+    FileNotFoundError
+        If no run on ``device`` is stored; the message says how to make one.
+
+    Examples
+    --------
+    >>> results = stored_benchmark()
+    >>> sorted(results["machine"])
+    ['cores', 'cpu', 'gpu', 'platform', 'torch_threads']
+    """
+    if device not in ("cpu", "cuda"):
+        raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
+    stored = resources.files("attn_course") / "measured" / f"bench-{device}.json"
+    if not stored.is_file():
+        raise FileNotFoundError(
+            f"no benchmark on {device!r} is stored with the package; run `make bench` "
+            f"on a machine with {'a GPU' if device == 'cuda' else 'a CPU'} to make one"
+        )
+    return json.loads(stored.read_text(encoding="utf-8"))
+
+
+STORING_OUTPUTS = "ATTN_COURSE_STORING_OUTPUTS"
+"""Set (to "1") while ``make outputs`` runs a notebook to store its outputs."""
+
+
+def print_timings(lines):
+    """Print the lines of a timing measured in a notebook cell, as it runs.
+
+    Times differ from run to run and from machine to machine, so the stored
+    outputs of the course do not keep them: while ``make outputs`` stores a
+    notebook (the environment variable ``ATTN_COURSE_STORING_OUTPUTS`` is set),
+    one fixed line saying so is printed instead, and re-running the notebook
+    leaves its file unchanged. Run the cell yourself to see your machine's times.
+    Introduced in Chapter 9.
+
+    Parameters
+    ----------
+    lines : iterable of str
+
+    Examples
+    --------
+    >>> print_timings(["T = 128: 1.2 ms"])
+    T = 128: 1.2 ms
+    """
+    lines = list(lines)
+    if not all(isinstance(line, str) for line in lines):
+        raise TypeError("print_timings takes lines of text, e.g. [f'{ms:.1f} ms']")
+    if os.environ.get(STORING_OUTPUTS):
+        print(
+            f"({len(lines)} lines of timings on this machine: they are not stored "
+            "with the course; run this cell to see yours)"
+        )
+    else:
+        print("\n".join(lines))
+
+
+def operations_run(call):
+    """The names of the PyTorch operations that ``call()`` runs, sorted.
+
+    Read from PyTorch's profiler (``torch.profiler.profile`` on the CPU). The
+    profiler's own start and stop messages, which it writes to the process's
+    error stream with a time stamp, are kept out of the notebook.
+
+    Introduced in Chapter 9.
+
+    Examples
+    --------
+    >>> import torch
+    >>> "aten::mm" in operations_run(lambda: torch.ones(2, 2) @ torch.ones(2, 2))
+    True
+    """
+    if not callable(call):
+        raise TypeError(
+            f"call must be a function of no arguments, got {kind_of(call)}; e.g. "
+            "operations_run(lambda: torch.softmax(x, dim=-1))"
+        )
+    from torch.profiler import ProfilerActivity, profile
+
+    saved = os.dup(2)  # the error stream, where the profiler writes its messages
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            with profile(activities=[ProfilerActivity.CPU]) as profiler:
+                call()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+    return sorted({event.key for event in profiler.key_averages()})

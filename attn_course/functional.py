@@ -10,6 +10,7 @@ attention is first computed by hand; every later chapter and every module of the
 package calls it.
 """
 
+import itertools
 import math
 
 import torch
@@ -212,9 +213,10 @@ def scaled_dot_product_attention(
     # would give NaN there (-inf - -inf), so, like PyTorch, we return weights of 0
     # for such rows. Setting their scores to 0 first keeps the softmax, and its
     # gradient, free of NaN.
-    # A causal mask alone never blocks a whole row (key 0 is always allowed), so
-    # the check is skipped there: it costs as much as the softmax itself.
-    if is_causal:
+    # A causal mask alone never blocks a whole row (key 0 is always allowed), and
+    # without a mask nothing is blocked, so the check is skipped there: it costs as
+    # much as the softmax itself.
+    if is_causal or attn_mask is None:
         weights = torch.softmax(scores, dim=-1)
     else:
         # (..., T_q, T_k) -> (..., T_q, 1)
@@ -336,8 +338,7 @@ def _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, scale):
             )
     batch_shapes = [tuple(t.shape[:-2]) for t in (query, key, value)]
     try:
-        batch = torch.broadcast_shapes(*batch_shapes[:2])
-        torch.broadcast_shapes(batch, batch_shapes[2])
+        batch = _broadcast_shapes(*batch_shapes)
     except RuntimeError:
         raise ValueError(
             "the batch dimensions (all but the last two) of query, key and value "
@@ -369,6 +370,23 @@ def _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, scale):
     return scores_shape, dropout_p, scale
 
 
+def _broadcast_shapes(*shapes):
+    """The shape that ``shapes`` (tuples of ints) broadcast to, as a tuple.
+
+    The rule of ``torch.broadcast_shapes``, in plain Python: it runs on every call
+    of attention, where the general function costs as much as a small matrix
+    product. Raises ``RuntimeError``, as that function does, when two sizes of one
+    dimension differ and neither is 1.
+    """
+    result = []
+    for sizes in itertools.zip_longest(*(reversed(s) for s in shapes), fillvalue=1):
+        other = {n for n in sizes if n != 1}
+        if len(other) > 1:
+            raise RuntimeError(f"the shapes {shapes} do not broadcast")
+        result.append(other.pop() if other else 1)
+    return tuple(reversed(result))
+
+
 def _gqa_hint(query, key, value):
     """A hint to pass ``enable_gqa=True`` when key and value have fewer heads."""
     if min(t.dim() for t in (query, key, value)) < 3:
@@ -397,7 +415,7 @@ def _check_mask(attn_mask, scores_shape):
         )
     mask_shape = tuple(attn_mask.shape)
     try:
-        fits = torch.broadcast_shapes(mask_shape, scores_shape) == scores_shape
+        fits = _broadcast_shapes(mask_shape, scores_shape) == tuple(scores_shape)
     except RuntimeError:
         fits = False
     if fits:

@@ -65,6 +65,7 @@ def test_the_file_names_the_machine_the_versions_and_the_date(quick_run):
         "settings",
         "memory_note",
         "rows",
+        "generation",
     }
     date = datetime.datetime.fromisoformat(results["date"])
     assert date.tzinfo is not None
@@ -112,22 +113,99 @@ def test_the_file_has_one_row_per_case_with_every_field(quick_run):
                 assert row["peak_vs_plain"] == 1
 
 
+def expected_generation(settings, devices):
+    """(device, kind, batch, tokens, method) of every generation row a run
+    measures."""
+    return {
+        (device, kind, batch, tokens, method)
+        for device in devices
+        for batch in settings.generation_batches
+        for kind, lengths in (
+            ("step", settings.step_lengths),
+            ("generate", settings.new_tokens),
+        )
+        for tokens in lengths
+        for method in ("uncached", "cached")
+    }
+
+
+def test_generation_has_one_row_per_case_and_its_speedup(quick_run):
+    _, results = quick_run
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    rows = results["generation"]
+    keys = [
+        (r["device"], r["kind"], r["batch"], r["tokens"], r["method"]) for r in rows
+    ]
+    assert len(keys) == len(set(keys))
+    assert set(keys) == expected_generation(bench.QUICK, devices)
+    by_key = {key: row for key, row in zip(keys, rows, strict=True)}
+    for (device, kind, batch, tokens, _), row in by_key.items():
+        assert set(row) == {
+            "device",
+            "kind",
+            "batch",
+            "tokens",
+            "method",
+            "time_ms",
+            "ms_per_token",
+            "speedup",
+        }
+        assert row["time_ms"] > 0
+        per_token = 1 if kind == "step" else tokens
+        assert row["ms_per_token"] == pytest.approx(row["time_ms"] / per_token, 1e-2)
+        uncached = by_key[device, kind, batch, tokens, "uncached"]["time_ms"]
+        cached = by_key[device, kind, batch, tokens, "cached"]["time_ms"]
+        assert row["speedup"] == pytest.approx(uncached / cached, rel=1e-2)
+
+
+def test_the_timed_cached_step_leaves_its_cache_as_it_found_it(monkeypatch):
+    """Every repeat of the cached step must see a cache of ``tokens - 1`` tokens."""
+    seen = []
+    real = bench.KVCache
+
+    class Watched(real):
+        def __init__(self, num_layers):
+            super().__init__(num_layers)
+            seen.append(self)
+
+    monkeypatch.setattr(bench, "KVCache", Watched)
+    settings = dataclasses.replace(
+        bench.QUICK,
+        step_lengths=(6,),
+        new_tokens=(2,),
+        generation_batches=(1,),
+        generation_repeats=3,
+    )
+    bench.generation_rows("cpu", settings)
+    assert len(seen[0]) == 5
+
+
 def test_the_table_is_printed(quick_run):
     printed, results = quick_run
     assert "attention:" in printed and "block size:" in printed
+    assert "generation (" in printed
+    generation_lines = [
+        line
+        for line in printed.splitlines()
+        if re.match(r"cpu +(step|generate) ", line)
+    ]
+    assert len(generation_lines) == len(expected_generation(bench.QUICK, ["cpu"]))
     assert results["torch"] in printed and "written to" in printed
     header = re.search(
         r"^device .* time ms .* x sdpa .* peak MiB .* x plain$", printed, re.M
     )
     assert header, printed
     table_lines = [line for line in printed.splitlines() if line.startswith("cpu ")]
-    assert len(table_lines) == len(expected_rows(bench.QUICK, ["cpu"]))
+    assert len(table_lines) == len(expected_rows(bench.QUICK, ["cpu"])) + len(
+        generation_lines
+    )
 
 
 def test_a_quick_run_never_replaces_the_stored_results():
     assert bench.default_out(True, False).parent == bench.QUICK_DIR
     assert (
-        bench.default_out(False, False) == bench.ROOT / "chapters/data/bench-cpu.json"
+        bench.default_out(False, False)
+        == bench.ROOT / "attn_course/measured/bench-cpu.json"
     )
     assert bench.default_out(False, True).name == "bench-cuda.json"
 
@@ -242,12 +320,19 @@ def test_the_stored_results_are_a_full_run():
         for r in results["rows"]
     }
     assert keys == expected_rows(bench.Settings(), ["cpu"])
+    generation = {
+        (r["device"], r["kind"], r["batch"], r["tokens"], r["method"])
+        for r in results["generation"]
+    }
+    assert generation == expected_generation(bench.Settings(), ["cpu"])
 
 
 def test_the_stored_results_show_what_chapter_9_says():
     """With the causal mask, tiled attention takes at most 1.5 times the time of
     PyTorch's kernel at T = 1024, and at T = 4096 at most 15 % of the memory of
-    the plain computation."""
+    the plain computation; writing 256 tokens with a KV cache is at least 3 times as
+    fast as without for a batch of 8 sequences, and at least twice as fast for one
+    (where a step with the cache costs little more than launching its operations)."""
     results = json.loads((bench.DATA / "bench-cpu.json").read_text(encoding="utf-8"))
     tiled = {
         row["T"]: row
@@ -258,3 +343,10 @@ def test_the_stored_results_show_what_chapter_9_says():
     }
     assert tiled[1024]["time_vs_sdpa"] <= 1.5
     assert tiled[4096]["peak_vs_plain"] <= 0.15
+    written = {
+        row["batch"]: row["speedup"]
+        for row in results["generation"]
+        if row["kind"] == "generate" and row["tokens"] == 256
+    }
+    assert written[8] >= 3
+    assert written[1] >= 2

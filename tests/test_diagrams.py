@@ -1,6 +1,7 @@
 """Tests for attn_course.diagrams: the labels come from the tensors, bad input is
 told clearly, and every diagram fits a phone-friendly width."""
 
+import matplotlib
 import pytest
 import torch
 
@@ -118,6 +119,8 @@ def test_every_diagram_is_sharp_and_fits_a_phone():
             torch.zeros(32, 64, dtype=torch.long),
             GPTConfig(vocab_size=103, context_length=64),
         ),
+        diagrams.attention_tiles(1024, 1024, 128),
+        diagrams.kv_cache_step(GPTConfig(vocab_size=103, context_length=64), 63),
     ]
     for fig in figures:
         png, metadata = fig._repr_png_()
@@ -205,3 +208,60 @@ def test_gpt_model_shows_the_configs_sizes():
     assert "final_norm, head" in lines
     with pytest.raises(ValueError, match="for one sequence use idx"):
         diagrams.gpt_model(torch.zeros(9, dtype=torch.long), config)
+
+
+# --- Chapter 9 ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("T_q", "T_k", "block", "causal", "computed", "skipped"),
+    [
+        (1024, 1024, 128, True, 36, 28),
+        (300, 200, 128, False, 6, 0),
+        (8, 8, 4, True, 3, 1),
+    ],
+)
+def test_attention_tiles_counts_the_tiles_of_tiled_attention(
+    T_q, T_k, block, causal, computed, skipped
+):
+    lines = text(diagrams.attention_tiles(T_q, T_k, block, is_causal=causal))
+    assert (
+        f"{computed} of {computed + skipped} tiles computed, {skipped} skipped" in lines
+    )
+    assert f"scores ({T_q}, {T_k}) in tiles of {block} × {block}" in lines
+    assert ("blue: computed; yellow: computed, masked inside;" in lines) == causal
+    assert f"s ({block},), acc ({block}, d) = ({block}, 64)" in lines
+
+
+def test_attention_tiles_colours_each_tile_by_what_the_loop_did():
+    """4 x 4 tiles, causal: the diagonal is cut by the mask (yellow), the tiles
+    below it are computed whole (blue), those above it skipped (white)."""
+    fig = diagrams.attention_tiles(16, 16, 4)
+    colours = [
+        matplotlib.colors.to_hex(patch.get_facecolor())
+        for patch in fig.axes[0].patches
+        if isinstance(patch, matplotlib.patches.FancyBboxPatch)
+        and patch.get_width() == patch.get_height()
+        and patch.get_width() < 1
+    ]
+    tiles = [colours[r * 4 : r * 4 + 4] for r in range(4)]
+    blue, yellow = diagrams.TENSOR_EDGE, diagrams.HIGHLIGHT_FILL
+    for r in range(4):
+        for c in range(4):
+            expected = yellow if c == r else blue if c < r else "#ffffff"
+            assert tiles[r][c] == expected, (r, c)
+
+
+def test_kv_cache_step_shows_the_shapes_of_one_step():
+    config = GPTConfig(
+        vocab_size=50, context_length=16, d_model=32, num_heads=8, num_kv_heads=2
+    )
+    lines = text(diagrams.kv_cache_step(config, 9, batch=3))
+    assert "embedding + position 9" in lines
+    assert "q (B, H, 1, d) = (3, 8, 1, 4)" in lines
+    assert "k, v (B, H_kv, 1, d) = (3, 2, 1, 4)" in lines
+    assert "K, V (B, H_kv, t + 1, d) = (3, 2, 10, 4)" in lines
+    assert "weights (B, H, 1, t + 1) = (3, 8, 1, 10)" in lines
+    assert "(B, 1, V) = (3, 1, 50)" in lines
+    with pytest.raises(ValueError, match="cached"):
+        diagrams.kv_cache_step(config, -1)

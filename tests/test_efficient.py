@@ -3,11 +3,13 @@ masks, each against the plain computation it replaces."""
 
 import math
 import random
+from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
 
+import attn_course
 from attn_course import (
     causal_mask,
     online_softmax,
@@ -502,3 +504,46 @@ ERRORS = {
 @pytest.mark.parametrize("call, error, fragments", ERRORS.values(), ids=list(ERRORS))
 def test_error_names_the_values_and_the_fix(call, error, fragments, raises_teaching):
     raises_teaching(call, error, fragments)
+
+
+def test_the_stored_benchmark_comes_with_the_package():
+    results = attn_course.efficient.stored_benchmark()
+    assert {"date", "machine", "torch", "settings", "rows"} <= set(results)
+    with pytest.raises(ValueError, match=r"device must be 'cpu' or 'cuda', got 'gpu'"):
+        attn_course.efficient.stored_benchmark("gpu")
+    if not (
+        Path(attn_course.__file__).parent / "measured" / "bench-cuda.json"
+    ).is_file():
+        with pytest.raises(FileNotFoundError, match="run `make bench` on a machine"):
+            attn_course.efficient.stored_benchmark("cuda")
+
+
+def test_timings_are_printed_unless_the_outputs_are_being_stored(monkeypatch, capsys):
+    monkeypatch.delenv("ATTN_COURSE_STORING_OUTPUTS", raising=False)
+    attn_course.efficient.print_timings(["T = 128: 1.5 ms", "T = 256: 5.0 ms"])
+    assert capsys.readouterr().out == "T = 128: 1.5 ms\nT = 256: 5.0 ms\n"
+    monkeypatch.setenv("ATTN_COURSE_STORING_OUTPUTS", "1")
+    attn_course.efficient.print_timings(["T = 128: 1.5 ms", "T = 256: 5.0 ms"])
+    stored = capsys.readouterr().out
+    assert "ms" not in stored and "2 lines of timings" in stored
+    with pytest.raises(TypeError, match="lines of text"):
+        attn_course.efficient.print_timings([1.5])
+
+
+def test_the_notebooks_are_stored_with_the_flag_that_hides_timings():
+    from tools.notebooks import EXECUTION_ENV
+
+    assert EXECUTION_ENV[attn_course.efficient.STORING_OUTPUTS] == "1"
+
+
+def test_operations_run_lists_what_a_call_ran_and_prints_nothing(capfd):
+    q = torch.randn(1, 2, 64, 8)
+    names = attn_course.efficient.operations_run(
+        lambda: F.scaled_dot_product_attention(q, q, q, is_causal=True)
+    )
+    assert "aten::scaled_dot_product_attention" in names
+    assert names == sorted(names)
+    captured = capfd.readouterr()
+    assert captured.err == "" and captured.out == ""
+    with pytest.raises(TypeError, match="call must be a function of no arguments"):
+        attn_course.efficient.operations_run(q)

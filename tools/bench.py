@@ -14,11 +14,21 @@ and without a mask, it runs the forward pass of
 A second section runs ``tiled_attention`` at T = 1024 with a causal mask for
 several block sizes, next to ``plain`` and ``sdpa``: the measurement behind the
 default block size. The results are printed as a table (time in ms and as a
-multiple of ``sdpa``'s, peak memory in MiB and as a fraction of ``plain``'s) and
-written as JSON, with the machine, the torch version and the date, to
-``chapters/data/bench-cpu.json`` (``bench-cuda.json`` on a machine with CUDA, which
-adds the same rows on the GPU). The Chapter 9 notebook reads that file as
-``data/bench-cpu.json``. ``--quick`` measures two short lengths with few repeats,
+multiple of ``sdpa``'s, peak memory in MiB and as a fraction of ``plain``'s).
+
+Generation is measured apart, with and without a KV cache
+(``attn_course.generate(..., use_cache=...)``), on a GPT of Chapter 8's sizes
+(V = 103, D = 96, 4 heads, 4 layers; its weights are random, which changes nothing
+in the time) with a context long enough for every length: the time of one step
+of generation at several lengths already written, and the time to write 64, 128
+and 256 tokens after a prompt of 16, greedy, for one sequence and for a batch of 8.
+Its table gives each time and the speed-up, uncached time divided by cached time.
+
+Everything is written as JSON, with the machine, the torch version and the date, to
+``attn_course/measured/bench-cpu.json`` (``bench-cuda.json`` on a machine with
+CUDA, which adds the same rows on the GPU): the files travel with the package, and
+the Chapter 9 notebook reads them with ``attn_course.efficient.stored_benchmark()``,
+wherever it runs. ``--quick`` measures two short lengths with few repeats,
 to check that the command works, and writes to ``_build/bench/`` unless ``--out``
 is given.
 
@@ -49,10 +59,11 @@ Peak memory on a GPU
     ``torch.cuda.memory_allocated()`` before it.
 
 Sections
-    Each section is a function that returns rows (dicts); :data:`SECTIONS` lists
-    them in order. A new comparison, such as generation with and without a cache
-    of keys and values, is a new function added there; printing, ratios and the
-    file need no change.
+    Each section of attention rows is a function that returns rows (dicts);
+    :data:`SECTIONS` lists them in order. A new comparison of attention functions
+    is a new function added there; printing, ratios and the file need no change.
+    Generation rows (:func:`generation_rows`) have fields of their own and go to
+    the file's ``generation`` list.
 """
 
 from __future__ import annotations
@@ -75,10 +86,10 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from attn_course import causal_mask, tiled_attention
+from attn_course import GPT, GPTConfig, KVCache, causal_mask, generate, tiled_attention
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "chapters" / "data"
+DATA = ROOT / "attn_course" / "measured"
 QUICK_DIR = ROOT / "_build" / "bench"
 MIB = 2**20
 DEFAULT_BLOCK = inspect.signature(tiled_attention).parameters["block_size"].default
@@ -97,9 +108,24 @@ class Settings:
     warmup: int = 1
     repeats: int = 5
     dtype: str = "float32"
+    prompt: int = 16  # generation: the prompt's length
+    new_tokens: tuple[int, ...] = (64, 128, 256)  # generation: tokens written
+    step_lengths: tuple[int, ...] = (16, 64, 128, 256)  # one step after so many
+    generation_batches: tuple[int, ...] = (1, 8)  # sequences generated together
+    generation_repeats: int = 3
 
 
-QUICK = Settings(lengths=(32, 64), block_length=64, block_sizes=(16, 64), repeats=2)
+QUICK = Settings(
+    lengths=(32, 64),
+    block_length=64,
+    block_sizes=(16, 64),
+    repeats=2,
+    prompt=4,
+    new_tokens=(8, 16),
+    step_lengths=(4, 16),
+    generation_batches=(1, 2),
+    generation_repeats=1,
+)
 """``--quick``: short lengths and few repeats, to check that the command works."""
 
 
@@ -264,6 +290,101 @@ SECTIONS = {"attention": attention_rows, "block size": block_size_rows}
 """Each section's name and the function that measures its rows, in order."""
 
 
+# --- generation with and without a KV cache ----------------------------------------
+
+GENERATION_MODEL = dict(vocab_size=103, d_model=96, num_heads=4, num_layers=4)
+"""Chapter 8's tiny GPT, less its context length (the run sets one that fits)."""
+
+
+def generation_model(settings, device):
+    """A GPT of Chapter 8's sizes whose context holds the longest run."""
+    longest = max(
+        settings.prompt + max(settings.new_tokens), max(settings.step_lengths)
+    )
+    torch.manual_seed(0)
+    config = GPTConfig(context_length=longest, **GENERATION_MODEL)
+    return GPT(config).to(device).eval()
+
+
+def generation_rows(device, settings):
+    """Rows of generation with (``cached``) and without (``uncached``) a cache.
+
+    ``kind="step"``: one step of generation once ``tokens`` tokens are written,
+    i.e. the model on all ``tokens`` tokens, or on the newest one with a cache
+    holding the ``tokens - 1`` before it. ``kind="generate"``: writing ``tokens``
+    new tokens after the prompt, from start to end. Each for every batch size of
+    ``settings.generation_batches``. ``speedup`` is the uncached time over the
+    cached time of the same kind, device, batch and length.
+    """
+    model = generation_model(settings, device)
+    gen = torch.Generator(device="cpu").manual_seed(1)
+    V = GENERATION_MODEL["vocab_size"]
+    timing = _generation_settings(settings)
+    rows = []
+    with torch.inference_mode():
+        for batch in settings.generation_batches:
+            for tokens in settings.step_lengths:
+                idx = torch.randint(0, V, (batch, tokens), generator=gen).to(device)
+                cache = KVCache(model.config.num_layers)
+                if tokens > 1:
+                    model(idx[:, :-1], cache=cache)  # the tokens before the newest
+
+                def cached_step(idx=idx, cache=cache):
+                    logits = model(idx[:, -1:], cache=cache)
+                    # Take the token back out, so that every repeat sees one cache.
+                    for layer in cache.layers:
+                        layer.keys = layer.keys[:, :, :-1]
+                        layer.values = layer.values[:, :, :-1]
+                    return logits
+
+                calls = {"uncached": lambda idx=idx: model(idx), "cached": cached_step}
+                times = median_ms(calls, device, timing)
+                rows += _generation_pair(device, "step", batch, tokens, times, 1)
+            shape = (batch, settings.prompt)
+            prompt = torch.randint(0, V, shape, generator=gen).to(device)
+            for tokens in settings.new_tokens:
+                calls = {
+                    method: (
+                        lambda use_cache=use_cache, tokens=tokens, prompt=prompt: (
+                            generate(
+                                model,
+                                prompt,
+                                tokens,
+                                temperature=0,
+                                use_cache=use_cache,
+                            )
+                        )
+                    )
+                    for method, use_cache in (("uncached", False), ("cached", True))
+                }
+                times = median_ms(calls, device, timing)
+                rows += _generation_pair(
+                    device, "generate", batch, tokens, times, tokens
+                )
+    return rows
+
+
+def _generation_settings(settings):
+    return Settings(warmup=1, repeats=settings.generation_repeats)
+
+
+def _generation_pair(device, kind, batch, tokens, times, per_token):
+    speedup = round(times["uncached"] / times["cached"], 3)
+    return [
+        {
+            "device": device,
+            "kind": kind,
+            "batch": batch,
+            "tokens": tokens,
+            "method": method,
+            "time_ms": round(times[method], 3),
+            "ms_per_token": round(times[method] / per_token, 3),
+            "speedup": speedup,
+        }
+        for method in ("uncached", "cached")
+    ]
+
+
 def add_ratios(rows):
     """Add ``time_vs_sdpa`` and ``peak_vs_plain``: each row against the ``sdpa``
     and ``plain`` rows of the same section, device, length and mask."""
@@ -310,6 +431,9 @@ def run(settings):
         for device in devices:
             for row in measure_section(device, settings, memory[device]):
                 rows.append({"section": section, **row})
+    generation = [
+        row for device in devices for row in generation_rows(device, settings)
+    ]
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
             timespec="seconds"
@@ -320,6 +444,7 @@ def run(settings):
         "settings": {**asdict(settings), "default_block_size": DEFAULT_BLOCK},
         "memory_note": problem or "CPU: growth of the RSS high-water mark (VmHWM)",
         "rows": add_ratios(rows),
+        "generation": generation,
     }
 
 
@@ -346,6 +471,18 @@ def table(results):
                 f"{_number(row['peak_mib'], 1):>9} "
                 f"{_number(row['peak_vs_plain'], 3):>8}"
             )
+    lines += [
+        "",
+        "generation (one step after `tokens` tokens; or writing `tokens` new ones):",
+        f"{'device':6} {'kind':8} {'batch':>5} {'tokens':>6} {'method':8} "
+        f"{'time ms':>9} {'ms/token':>8} {'speed-up':>8}",
+    ]
+    for row in results["generation"]:
+        lines.append(
+            f"{row['device']:6} {row['kind']:8} {row['batch']:>5} {row['tokens']:>6} "
+            f"{row['method']:8} {row['time_ms']:>9.1f} {row['ms_per_token']:>8.2f} "
+            f"{row['speedup']:>8.2f}"
+        )
     return "\n".join(lines)
 
 

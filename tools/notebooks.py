@@ -27,13 +27,13 @@ from tools.toc import ROOT, chapter_notebooks
 CELL_TIMEOUT_S = 300
 
 # Execution environment: the same hash seed on every run, so that anything that
-# iterates over a set prints in the same order.
-EXECUTION_ENV = {"PYTHONHASHSEED": "0"}
+# iterates over a set prints in the same order; and a flag telling cells that time
+# something on the reader's machine that this run stores its outputs, so that they
+# print a stable line instead of times (attn_course.efficient.print_timings).
+EXECUTION_ENV = {"PYTHONHASHSEED": "0", "ATTN_COURSE_STORING_OUTPUTS": "1"}
 
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-# Outputs of cells with this tag may differ between runs (nbval does not compare them).
-# A duration as the chapters print it: "6.7 s", "12 ms", "3 min".
 
 
 def runs_alone(path: Path) -> bool:

@@ -15,8 +15,8 @@ leaves your random numbers alone: a notebook that runs a check prints the same
 thing every time and draws the same numbers afterwards. The checks of each chapter
 live in their own module (``basics`` for Chapter 1, ``trainable_weights``,
 ``causal_mask``, ``dropout``, ``multi_head``, ``encoder_decoder`` for Chapters 2 to
-6, ``positions`` for Chapter 7, ``gpt`` for Chapter 8); all of them are
-available from here.
+6, ``positions`` for Chapter 7, ``gpt`` for Chapter 8, ``efficient`` for
+Chapter 9); all of them are available from here.
 
 Shapes
 ------
@@ -44,6 +44,11 @@ from .dropout import (
     check_dropout_fn,
     check_eval_forward,
     check_row_drop_probability,
+)
+from .efficient import (
+    check_kv_bytes_fn,
+    check_online_step_fn,
+    check_window_mask_fn,
 )
 from .encoder_decoder import (
     check_cross_attention_mask,
@@ -90,8 +95,10 @@ __all__ = [
     "check_gpt_parameters_fn",
     "check_head_counts_fn",
     "check_head_split",
+    "check_kv_bytes_fn",
     "check_make_example_fn",
     "check_mha_mask_fn",
+    "check_online_step_fn",
     "check_param_count_fn",
     "check_projected_context",
     "check_rotate_pair_fn",
@@ -104,4 +111,5 @@ __all__ = [
     "check_top_k_fn",
     "check_v1_from_v2",
     "check_weights",
+    "check_window_mask_fn",
 ]

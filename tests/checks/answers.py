@@ -297,6 +297,45 @@ def top_k_zeros(logits, k):
     return logits.masked_fill(logits < kth, 0.0)
 
 
+# --- Chapter 9 ----------------------------------------------------------------------
+
+
+def online_softmax_step(m, s, block):
+    m_new = torch.maximum(m, block.amax(dim=-1))  # (R,)
+    safe = torch.where(m_new == float("-inf"), 0.0, m_new)  # no -inf - (-inf)
+    terms = torch.exp(block - safe[:, None]).sum(dim=-1)  # (R,)
+    return m_new, s * torch.exp(m - safe) + terms
+
+
+def unguarded_step(m, s, block):
+    m_new = torch.maximum(m, block.amax(dim=-1))
+    terms = torch.exp(block - m_new[:, None]).sum(dim=-1)
+    return m_new, s * torch.exp(m - m_new) + terms
+
+
+def kv_cache_bytes(config, tokens, batch=1, bytes_per_number=2):
+    head_dim = config.d_model // config.num_heads
+    per_token = 2 * config.num_layers * config.num_kv_heads * head_dim
+    return per_token * tokens * batch * bytes_per_number
+
+
+def kv_cache_bytes_all_heads(config, tokens, batch=1, bytes_per_number=2):
+    per_token = 2 * config.num_layers * config.d_model
+    return per_token * tokens * batch * bytes_per_number
+
+
+def window_mask(T, window):
+    i = torch.arange(T)[:, None]  # (T, 1): queries
+    j = torch.arange(T)[None, :]  # (1, T): keys
+    return (j <= i) & (j > i - window)
+
+
+def band_mask(T, window):
+    i = torch.arange(T)[:, None]
+    j = torch.arange(T)[None, :]
+    return (i - j).abs() < window
+
+
 class Example(NamedTuple):
     """A check, run once with a right answer and once with a wrong one."""
 
@@ -499,5 +538,20 @@ EXAMPLES = [
         "check_top_k_fn",
         lambda: checks.check_top_k_fn(draws(top_k_logits)),
         lambda: checks.check_top_k_fn(draws(top_k_zeros)),
+    ),
+    Example(
+        "check_online_step_fn",
+        lambda: checks.check_online_step_fn(draws(online_softmax_step)),
+        lambda: checks.check_online_step_fn(draws(unguarded_step)),
+    ),
+    Example(
+        "check_kv_bytes_fn",
+        lambda: checks.check_kv_bytes_fn(draws(kv_cache_bytes)),
+        lambda: checks.check_kv_bytes_fn(draws(kv_cache_bytes_all_heads)),
+    ),
+    Example(
+        "check_window_mask_fn",
+        lambda: checks.check_window_mask_fn(draws(window_mask)),
+        lambda: checks.check_window_mask_fn(draws(band_mask)),
     ),
 ]

@@ -1,0 +1,1110 @@
+"""Self-checks for Chapter 9, efficient attention: one step of online softmax, the
+size of a KV cache, and a sliding-window mask.
+
+Shapes
+------
+Letters: see attn_course.shapes.
+m, s : (T_q,)
+block : (T_q, T_k)
+mask : (T, T)
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+import operator
+
+import torch
+
+from ..efficient import sliding_window_mask
+from ..gpt import GPTConfig
+from ..kv_cache import kv_cache_numbers
+from ..masks import causal_mask
+from ._common import (
+    INVERTED,
+    expect_close,
+    expect_mask,
+    expect_pair,
+    expect_shape,
+    expect_tensor,
+    first_difference,
+    fmt_index,
+    fmt_shape,
+    fmt_values,
+)
+from ._kit import (
+    Case,
+    Slip,
+    call,
+    exercise_check,
+    explainer,
+    first_slip,
+    matches,
+    passed,
+    require_callable,
+    run_cases,
+    seeded,
+)
+
+__all__ = ["check_kv_bytes_fn", "check_online_step_fn", "check_window_mask_fn"]
+
+_MINUS_INF = float("-inf")
+
+
+# --- one step of online softmax ------------------------------------------------------
+
+
+def _step(m, s, block):
+    """The right ``(m_new, s_new)`` in float64: a running maximum and a running sum
+    of ``exp(x - m)`` after one more block; where every score so far is -inf,
+    ``m_new`` stays -inf and ``s_new`` is 0.
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    m, s : (T_q,)
+    block : (T_q, T_k)
+    m_new, s_new : (T_q,)
+    """
+    m, s, block = (t.to(torch.float64) for t in (m, s, block))
+    m_new = torch.maximum(m, block.amax(dim=-1))  # (T_q,)
+    safe = m_new.masked_fill(torch.isneginf(m_new), 0.0)  # exp(-inf - 0) = 0
+    terms = torch.exp(block - safe[:, None]).sum(dim=-1)  # (T_q,)
+    return m_new, s * torch.exp(m - safe) + terms
+
+
+def _online_cases():
+    """``(m, s, block)`` for check_online_step_fn, float32 like a notebook's
+    tensors, never as many rows as columns. The first case tells the slips apart:
+    every row's maximum grows."""
+    generator = torch.Generator().manual_seed(0)
+
+    def scores(rows, columns):
+        return 2 * torch.randn(rows, columns, generator=generator)
+
+    def sums(rows):  # a running sum after at least one visible score is >= 1
+        return 1 + 3 * torch.rand(rows, generator=generator)
+
+    cases = []
+    block = scores(3, 5)
+    below = block.amax(dim=-1) - 1 - torch.rand(3, generator=generator)
+    cases.append(
+        Case(
+            "a block whose maximum is larger than m in every row (3 rows, 5 scores)",
+            (below, sums(3), block),
+        )
+    )
+    block = scores(4, 3)
+    above = block.amax(dim=-1) + 0.5 + torch.rand(4, generator=generator)
+    cases.append(
+        Case(
+            "a block whose maximum is smaller than m in every row (4 rows, 3 scores)",
+            (above, sums(4), block),
+        )
+    )
+    cases.append(
+        Case(
+            "the first block, with m = -inf and s = 0 (2 rows, 4 scores)",
+            (torch.full((2,), _MINUS_INF), torch.zeros(2), scores(2, 4)),
+        )
+    )
+    block = scores(4, 6)
+    block[0, ::2] = _MINUS_INF  # masked keys in a row whose maximum grows
+    block[1, 1:4] = _MINUS_INF
+    block[2] = _MINUS_INF  # every key of this block masked, some seen before
+    m = block.amax(dim=-1) - 0.5  # (4,): the maximum grows in rows 0, 1 and 3
+    m[2] = 0.7
+    cases.append(
+        Case(
+            "a block with masked keys (-inf scores), one row of it all -inf "
+            "(4 rows, 6 scores)",
+            (m, sums(4), block),
+        )
+    )
+    block = scores(3, 4)
+    block[0] = _MINUS_INF  # nothing visible in this row so far
+    block[2, :2] = _MINUS_INF
+    m = torch.tensor([_MINUS_INF, _MINUS_INF, 0.3])
+    s = torch.tensor([0.0, 0.0, 1.8])
+    cases.append(
+        Case(
+            "row 0 with every key masked so far: m = -inf, s = 0 and a block of -inf "
+            "(3 rows, 4 scores)",
+            (m, s, block),
+        )
+    )
+    return cases
+
+
+def _fold_rows():
+    """The rows that check_online_step_fn folds the learner's step over: 4 rows of
+    32 scores, row 0 padded on the left (its first block of 8 is all -inf) and a
+    few masked keys in row 2.
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    output : (T_q, T_k)
+    """
+    generator = torch.Generator().manual_seed(1)
+    x = 3 * torch.randn(4, 32, generator=generator)
+    x[0, :8] = _MINUS_INF
+    x[2, 5:11] = _MINUS_INF
+    return x
+
+
+_FOLD_BLOCK = 8
+_FOLD_TOLERANCE = 1e-5
+_FOLD_TOLERANCE_TEXT = "1e-5"
+
+
+def _sum_slips(m, s, block, m_new):
+    """Known ways to get ``s_new`` wrong, each as the value it gives (float64)."""
+    m, s, block, m_new = (t.to(torch.float64) for t in (m, s, block, m_new))
+    new = torch.exp(block - m_new[:, None]).sum(dim=-1)  # the block's right terms
+    rescale = torch.exp(m - m_new)
+    return [
+        Slip(
+            s + new,
+            "The old sum is not rescaled. Its terms are exp(x - m), taken with the "
+            "old maximum; when the maximum grows they must become exp(x - m_new): "
+            "multiply s by exp(m - m_new) before adding the block's terms.",
+        ),
+        Slip(
+            s * torch.exp(m_new - m) + new,
+            "The old sum is rescaled the wrong way, by exp(m_new - m), which is "
+            "larger than 1 when the maximum grows. Each old term exp(x - m) times "
+            "exp(m - m_new) is exp(x - m_new): the factor is exp(m - m_new), at "
+            "most 1.",
+        ),
+        Slip(
+            s * rescale + torch.exp(block).sum(dim=-1),
+            "The block's exponentials are taken without subtracting the maximum: "
+            "exp(block) instead of exp(block - m_new[:, None]). Every term of the "
+            "running sum is relative to the running maximum, so that it is at most 1.",
+        ),
+        Slip(
+            s * rescale + torch.exp(block - m[:, None]).sum(dim=-1),
+            "The block's exponentials subtract the OLD maximum m: they must "
+            "subtract m_new, the maximum the whole sum is now relative to.",
+        ),
+        Slip(
+            s + torch.exp(block - m[:, None]).sum(dim=-1),
+            "The sum stays relative to the old maximum m (s is not rescaled and the "
+            "block's terms subtract m), but the maximum returned is m_new: the pair "
+            "no longer fits together. Make the whole sum relative to m_new: "
+            "s * exp(m - m_new) + the sum of exp(block - m_new[:, None]).",
+        ),
+        Slip(
+            (s + new) * rescale,
+            "The factor exp(m - m_new) is applied to the block's terms too. Only the "
+            "old sum needs it; the block's terms exp(block - m_new[:, None]) already "
+            "use the new maximum.",
+        ),
+        Slip(
+            new,
+            "The old sum is dropped: s_new holds only this block's terms. Add them to "
+            "the old sum, rescaled: s * exp(m - m_new) + ...",
+        ),
+    ]
+
+
+def _masked_rows(expected_m):
+    """The rows with every score so far -inf, as ``"row 0"`` or ``"rows 0, 2"``."""
+    rows = [int(i) for i in torch.isneginf(expected_m).nonzero().reshape(-1)]
+    return rows, ("row " if len(rows) == 1 else "rows ") + ", ".join(map(str, rows))
+
+
+_GUARD = (
+    "Where every score so far is -inf, m_new is -inf too, and exp(m - m_new) and "
+    "exp(block - m_new[:, None]) take the exp of -inf - (-inf), which is NaN. "
+    "Guard the exponentials: subtract safe = torch.where(m_new == float('-inf'), "
+    "0.0, m_new) instead of m_new (exp(-inf - 0) = 0), so that such a row keeps "
+    "m_new = -inf and gets s_new = 0."
+)
+
+
+def _expect_no_nan(answer, expected_m, name, where, m):
+    """Raise when the learner's ``m_new`` or ``s_new`` holds NaN, naming the
+    unguarded exponentials when the NaN are in rows where every score so far is
+    -inf."""
+    nan = torch.isnan(answer.detach().to(torch.float64))
+    if not bool(nan.any()):
+        return
+    rows, text = _masked_rows(expected_m)
+    bad = [int(i) for i in nan.nonzero().reshape(-1)]
+    first = bad[0]
+    if set(bad) <= set(rows):
+        why = f"every score so far is -inf in {text}. {_GUARD}"
+    elif bool(torch.isneginf(m[first])):
+        why = (
+            f"m is -inf in row {first} (no visible score before this block), and "
+            "an expression such as m - m (-inf - (-inf)) or s * exp(m_new - m) "
+            "(0 * inf) is NaN there. The old sum is rescaled by exp(m - m_new), "
+            "which is 0 when m = -inf."
+        )
+    else:
+        why = "check every subtraction and product of infinite values"
+    raise AssertionError(
+        f"{name}{where}: found NaN (not a number) at index [{first}] in "
+        f"{fmt_values(answer)}: {why}"
+    )
+
+
+def _finite_stand_in(expected_m):
+    """A predicate: the answer has a large finite negative number where the right
+    ``m_new`` is -inf, and the right values elsewhere."""
+    masked = torch.isneginf(expected_m)
+
+    def gives(answer):
+        answer = answer.detach().to(torch.float64)
+        if answer.shape != expected_m.shape or not bool(masked.any()):
+            return False
+        stand_in = torch.isfinite(answer[masked]) & (answer[masked] < -1e3)
+        rest = matches(answer[~masked], expected_m[~masked], atol=1e-5, rtol=1e-5)
+        return bool(stand_in.all()) and rest
+
+    return gives
+
+
+def _stand_in(expected_m):
+    """The slip of a large finite number where ``m_new`` must be -inf, or None when
+    no row is fully masked so far."""
+    rows, text = _masked_rows(expected_m)
+    if not rows:
+        return None
+    return Slip(
+        _finite_stand_in(expected_m),
+        f"m_new is a large finite number in {text}, where every score so far is "
+        "-inf: keep m_new = -inf there (the maximum of nothing visible), and make "
+        "only the exponentials safe, e.g. subtract torch.where(m_new == "
+        "float('-inf'), 0.0, m_new) inside them. A finite stand-in such as -1e9 "
+        "later gives a fully masked row equal weights instead of none.",
+    )
+
+
+def _maximum_slips(m, block, expected_m):
+    """Known ways to get ``m_new`` wrong, each as the value it gives (float64)."""
+    m, block = m.to(torch.float64), block.to(torch.float64)
+    return [
+        Slip(
+            block.amax(dim=-1),
+            "m_new is the block's own maximum, but the running maximum never goes "
+            "down: it is the larger of m and the block's maximum, "
+            "torch.maximum(m, block.amax(dim=-1)).",
+        ),
+        Slip(
+            m if not torch.equal(m, expected_m) else None,
+            "m_new is the old m, unchanged: take the larger of m and the block's "
+            "maximum.",
+        ),
+    ]
+
+
+def _expect_vector(answer, part, name, where, rows):
+    """The learner's ``m_new`` or ``s_new`` as a float tensor of shape ``(rows,)``,
+    or an AssertionError that says why not."""
+    answer = expect_tensor(answer, name, where)
+    if not answer.is_floating_point():
+        raise AssertionError(
+            f"{name}{where} has dtype {answer.dtype}: {part} holds real numbers; "
+            "compute it from m, s and block without converting it."
+        )
+    if tuple(answer.shape) == (rows, rows) and part == "s_new":
+        raise AssertionError(
+            f"{name}{where}: wrong shape {fmt_shape(answer)}; the expected shape is "
+            f"({rows},), one number per row. A ({rows},) tensor and a ({rows}, 1) "
+            "tensor were combined, which broadcasts to a square: sum the block's "
+            "terms with .sum(dim=-1), without keepdim=True, so that s_new has the "
+            "shape of s."
+        )
+    expect_shape(answer, torch.empty(rows), name, where)
+    return answer
+
+
+_STEP_ERRORS = (
+    (
+        "torch.return_types.max",
+        " block.max(dim=-1) gives a pair (values, indices): take its .values, or use "
+        "block.amax(dim=-1), which gives the values only.",
+    ),
+    (
+        "Boolean value of Tensor with more than one value is ambiguous",
+        " Python's max(a, b) treats each tensor as one truth value; the larger of two "
+        "tensors, entry by entry, is torch.maximum(a, b).",
+    ),
+    (
+        "must match the size of tensor",
+        " m_new has one number per row, shape (R,), and the block has shape (R, n): "
+        "subtract m_new[:, None], of shape (R, 1), so that each row of the block "
+        "gets its own maximum.",
+    ),
+)
+_explain_step = explainer(_STEP_ERRORS)
+
+
+def _verify_step(check, case, result):
+    """Raise unless ``result`` is the right ``(m_new, s_new)`` for ``case``."""
+    m, s, block = case.args
+    where = case.where
+    expected_m, expected_s = _step(m, s, block)
+    rows = m.numel()
+    if not (isinstance(result, (tuple, list)) and len(result) == 2):
+        if isinstance(result, torch.Tensor) and result.shape == expected_s.shape:
+            for value, part, other in (
+                (expected_s, "s_new", "m_new"),
+                (expected_m, "m_new", "s_new"),
+            ):
+                if matches(result, value, atol=1e-5, rtol=1e-5):
+                    raise AssertionError(
+                        f"{check}: your function returned only {part}{where}. The "
+                        f"next step needs both numbers of each row: return the "
+                        f"pair, `return m_new, s_new` ({other} is missing)."
+                    )
+        expect_pair(result, check, where, names="(m_new, s_new)")
+    first, second = result
+    if (
+        isinstance(first, torch.Tensor)
+        and isinstance(second, torch.Tensor)
+        and not matches(first, expected_m, atol=1e-5, rtol=1e-5)
+        and matches(first, expected_s, atol=1e-5, rtol=1e-5)
+        and matches(second, expected_m, atol=1e-5, rtol=1e-5)
+    ):
+        raise AssertionError(
+            f"{check}: your function returned the pair in the wrong order{where}: "
+            "the first tensor holds the running sums and the second the running "
+            "maxima. Return the maximum first: `return m_new, s_new`."
+        )
+    tolerance = {"atol": 1e-5, "rtol": 1e-5}
+    name = f"{check}: your m_new"
+    m_new = _expect_vector(first, "m_new", name, where, rows)
+    _expect_no_nan(m_new, expected_m, name, where, m)
+    stand_in = _stand_in(expected_m)
+    if stand_in is not None and matches(m_new, stand_in.gives):
+        raise AssertionError(
+            f"{name}{where}: {stand_in.why}\n  yours: {fmt_values(m_new)}"
+        )
+    expect_close(
+        m_new,
+        expected_m,
+        name,
+        where,
+        **tolerance,
+        hint="\nm_new is the larger of m and the block's maximum, row by row.",
+        slips=_maximum_slips(m, block, expected_m),
+    )
+    name = f"{check}: your s_new"
+    s_new = _expect_vector(second, "s_new", name, where, rows)
+    _expect_no_nan(s_new, expected_m, name, where, m)
+    expect_close(
+        s_new,
+        expected_s,
+        name,
+        where,
+        **tolerance,
+        hint="\ns_new = s * exp(m - m_new) + the sum of exp(block - m_new[:, None]) "
+        "over each row.",
+        slips=_sum_slips(m, s, block, expected_m),
+    )
+
+
+_STEP_FIX = (
+    "compute new tensors, m_new = torch.maximum(...) and s_new = s * ... + ..., "
+    "instead of changing m or s with s *= ..., s.mul_(...) or m.copy_(...)."
+)
+
+
+def _fold(check, fn, rows):
+    """Fold the learner's step over ``rows`` in blocks; return ``(m, s)``.
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    rows : (T_q, T_k)
+    m, s : (T_q,)
+    """
+    m = torch.full((rows.size(0),), _MINUS_INF)
+    s = torch.zeros(rows.size(0))
+    blocks = rows.split(_FOLD_BLOCK, dim=-1)
+    for k, block in enumerate(blocks):
+        case = Case(
+            f"block {k + 1} of {len(blocks)} of the folded rows (row 0 padded on the "
+            "left)",
+            (m, s, block),
+        )
+        result = call(
+            fn,
+            check,
+            case,
+            who="online_softmax_step",
+            names=("m", "s", "block"),
+            fix=_STEP_FIX,
+            explain=_explain_step,
+        )
+        _verify_step(check, case, result)
+        m, s = (t.detach().to("cpu", torch.float32) for t in result)
+    return m, s
+
+
+@exercise_check("online_softmax_step")
+def check_online_step_fn(online_softmax_step):
+    """Check one step of online softmax: a running maximum and a running sum,
+    updated by one block of scores.
+
+    Introduced in Chapter 9. ``online_softmax_step(m, s, block)`` gets, for each of
+    ``R`` rows, the running maximum ``m`` of the scores seen so far, the running
+    sum ``s`` of ``exp(x - m)`` over them, and the next block of scores, ``(R,
+    n)``. It must return the pair ``(m_new, s_new)``, each ``(R,)``:
+    ``m_new = max(m, block.max(-1))`` and ``s_new = s * exp(m - m_new) +
+    exp(block - m_new[:, None]).sum(-1)``, as new tensors (``m`` and ``s`` stay
+    as they were). Before the first block ``m = -inf`` and ``s = 0``. A row whose
+    scores so far are all ``-inf`` (every key masked) must give ``m_new = -inf``
+    and ``s_new = 0``, without NaN. The reference is those two lines in float64,
+    with the exponentials made safe where ``m_new = -inf``. It is tried on 5 cases
+    (a larger and a smaller maximum, the first block, masked keys, a fully masked
+    row), then folded over 4 rows of 32 scores in blocks of 8: its ``m +
+    log(s)`` must match ``torch.logsumexp`` within 1e-5.
+
+    Parameters
+    ----------
+    online_softmax_step : callable
+        Your function: takes ``m``, ``s`` (float tensors ``(R,)``) and ``block`` (a
+        float tensor ``(R, n)``), returns ``(m_new, s_new)``.
+
+    Returns
+    -------
+    None
+        Prints one line starting with ✅ when every case passes.
+
+    Raises
+    ------
+    AssertionError
+        If the function raises, changes ``m``, ``s`` or ``block`` in place, or
+        returns something other than the right pair; the usual slips are named:
+        the old sum not rescaled, or rescaled by ``exp(m_new - m)``, the block's
+        exponentials taken without subtracting ``m_new`` or with the old ``m``, the
+        rescale applied to the block's terms too, the old sum dropped, ``m_new``
+        not taking ``m`` into account, NaN or a finite stand-in for ``-inf`` where
+        every score so far is masked, only ``s_new`` returned, and the pair in the
+        wrong order.
+    TypeError
+        If ``online_softmax_step`` is not a function.
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    m, s : (T_q,)
+    block : (T_q, T_k)
+    m_new, s_new : (T_q,)
+
+    Examples
+    --------
+    >>> def online_softmax_step(m, s, block):
+    ...     m_new = torch.maximum(m, block.amax(dim=-1))
+    ...     safe = torch.where(m_new == float("-inf"), 0.0, m_new)
+    ...     terms = torch.exp(block - safe[:, None]).sum(dim=-1)
+    ...     return m_new, s * torch.exp(m - safe) + terms
+    >>> check_online_step_fn(online_softmax_step)  # doctest: +NORMALIZE_WHITESPACE
+    ✅ check_online_step_fn: online_softmax_step is right on 5 cases (a larger and
+    a smaller maximum, the first block, masked keys, a row with every key masked so
+    far) and leaves m and s alone; folded over 4 blocks of 8 scores it gives m +
+    log(s) = torch.logsumexp within 1e-5 on every row, the row padded on the left
+    included.
+    """
+    check = "check_online_step_fn"
+    require_callable(online_softmax_step, check, "online_softmax_step")
+    cases = _online_cases()
+    with seeded(0):  # run_cases, with the explanation of the step's errors
+        for case in cases:
+            result = call(
+                online_softmax_step,
+                check,
+                case,
+                who="online_softmax_step",
+                names=("m", "s", "block"),
+                fix=_STEP_FIX,
+                explain=_explain_step,
+            )
+            _verify_step(check, case, result)
+        rows = _fold_rows()
+        m, s = _fold(check, online_softmax_step, rows)
+    folded = m.double() + torch.log(s.double())  # (T_q,)
+    expected = torch.logsumexp(rows.double(), dim=-1)
+    if not bool(torch.isclose(folded, expected, atol=_FOLD_TOLERANCE, rtol=0).all()):
+        raise AssertionError(
+            f"{check}: folded over {len(rows.split(_FOLD_BLOCK, dim=-1))} blocks, "
+            f"your steps give m + log(s) = {fmt_values(folded)}, which differs from "
+            f"torch.logsumexp by more than {_FOLD_TOLERANCE_TEXT}. Each step must "
+            "keep s relative to m: s * exp(m - m_new) + the block's terms."
+        )
+    blocks = len(rows.split(_FOLD_BLOCK, dim=-1))
+    passed(
+        check,
+        f"online_softmax_step is right on {len(cases)} cases (a larger and a "
+        "smaller maximum, the first block, masked keys, a row with every key masked "
+        f"so far) and leaves m and s alone; folded over {blocks} blocks of "
+        f"{_FOLD_BLOCK} scores it gives m + log(s) = torch.logsumexp within "
+        f"{_FOLD_TOLERANCE_TEXT} on every row, the row padded on the left included.",
+    )
+
+
+# --- the size of a KV cache ----------------------------------------------------------
+
+
+@functools.cache
+def _configs():
+    """The configurations check_kv_bytes_fn uses, by name (only the configs: no
+    model is built).
+
+    The chapter's tiny GPT and GPT-2 small are those of Chapter 8. Llama 2 70B:
+    80 layers, d_model 8192, 64 query heads and 8 key-value heads of width 128 are
+    those of the released model (its params.json); the context of 4096 tokens is
+    in Table 1 of the Llama 2 paper (Touvron et al., 2023), which lists
+    grouped-query attention for the 70B model. Mistral 7B: Table 1 of its paper
+    (Jiang et al., 2023): 32 layers, dim 4096, 32 heads of width 128, 8 key-value
+    heads, a context of 8192 tokens and a window of 4096. Both have a vocabulary
+    of 32000.
+    """
+    return {
+        "tiny": GPTConfig(
+            vocab_size=103, context_length=64, d_model=96, num_heads=4, num_layers=4
+        ),
+        "tiny-mqa": GPTConfig(
+            vocab_size=103,
+            context_length=64,
+            d_model=96,
+            num_heads=4,
+            num_layers=4,
+            num_kv_heads=1,
+        ),
+        "gpt2": GPTConfig(
+            vocab_size=50257,
+            context_length=1024,
+            d_model=768,
+            num_heads=12,
+            num_layers=12,
+        ),
+        "llama2-70b": GPTConfig(
+            vocab_size=32000,
+            context_length=4096,
+            d_model=8192,
+            num_heads=64,
+            num_layers=80,
+            num_kv_heads=8,
+        ),
+        "mistral-7b": GPTConfig(
+            vocab_size=32000,
+            context_length=8192,
+            d_model=4096,
+            num_heads=32,
+            num_layers=32,
+            num_kv_heads=8,
+        ),
+    }
+
+
+# (config, tokens, batch, bytes_per_number or None for the defaults, description).
+# The first case tells every single slip apart: batch 3, float32 (4 bytes), 4096
+# tokens where the context is 8192, and 4 query heads per key-value head.
+_KV_CASES = (
+    ("mistral-7b", 4096, 3, 4, "Mistral 7B, 3 sequences of 4096 tokens in float32"),
+    ("tiny", 64, 1, 4, "the chapter's tiny GPT, 1 sequence of 64 tokens in float32"),
+    (
+        "tiny-mqa",
+        64,
+        8,
+        2,
+        "the tiny GPT with num_kv_heads=1, 8 sequences of 64 tokens in float16",
+    ),
+    ("gpt2", 1024, 1, 4, "GPT-2 small, 1 sequence of 1024 tokens in float32"),
+    ("llama2-70b", 4096, 1, 2, "Llama 2 70B, 1 sequence of 4096 tokens in float16"),
+    (
+        "mistral-7b",
+        8192,
+        None,
+        None,
+        "Mistral 7B, 8192 tokens, with the defaults batch=1 and bytes_per_number=2",
+    ),
+)
+
+
+def _kv_bytes(config, tokens, batch=1, bytes_per_number=2):
+    """The bytes of the keys and values of every layer, from the package's count."""
+    head_dim = config.d_model // config.num_heads
+    numbers = kv_cache_numbers(
+        config.num_layers, config.num_kv_heads, head_dim, tokens, batch
+    )
+    return numbers * bytes_per_number
+
+
+def _kv_cases():
+    """Cases ``(config, tokens[, batch, bytes_per_number])``, each with the bytes
+    of its cache and its sizes as data."""
+    cases = []
+    for key, tokens, batch, size, text in _KV_CASES:
+        config = _configs()[key]
+        args = (config, tokens) if batch is None else (config, tokens, batch, size)
+        sizes = {"batch": batch or 1, "bytes": size or 2, "tokens": tokens}
+        cases.append(Case(text, args, (_kv_bytes(*args), sizes)))
+    return cases
+
+
+# The units a size may be given in by mistake: (name, bytes in one unit).
+_UNITS = (
+    ("KiB", 2**10),
+    ("MiB", 2**20),
+    ("GiB", 2**30),
+    ("kB", 10**3),
+    ("MB", 10**6),
+    ("GB", 10**9),
+)
+
+
+def _kv_slip_table(config, sizes):
+    """Known mistakes in the size of a cache: ``(key, factor, text)``, where
+    ``factor`` is what the mistake multiplies the right size by (None when it
+    cannot show in this case). Mistakes with the same key exclude each other."""
+    L, H, H_kv = config.num_layers, config.num_heads, config.num_kv_heads
+    D, d = config.d_model, config.d_model // config.num_heads
+    B, b, T = sizes["batch"], sizes["bytes"], sizes["tokens"]
+    T_max = config.context_length
+
+    def when(condition, factor):
+        return factor if condition else None
+
+    table = [
+        (
+            "pair",
+            1 / 2,
+            "only the keys (or only the values) are counted: the cache keeps both, "
+            "a key AND a value for every layer, key-value head and token, the "
+            "factor 2",
+        ),
+        (
+            "heads",
+            when(H != H_kv, H / H_kv),
+            f"num_heads ({H}) is used where num_kv_heads ({H_kv}) belongs, or "
+            f"d_model ({D}) where num_kv_heads * head_dim ({H_kv * d}) belongs: the "
+            "cache keeps the key-value heads only, each shared by num_heads // "
+            f"num_kv_heads = {H // H_kv} query heads",
+        ),
+        (
+            "head_dim",
+            when(H > 1, H),
+            f"head_dim is taken as d_model ({D}); one head has d_model // num_heads "
+            f"= {d} numbers",
+        ),
+        (
+            "layers",
+            when(L > 1, 1 / L),
+            f"the layers are missing (a factor of {L}): every layer keeps keys and "
+            "values of its own",
+        ),
+        (
+            "batch",
+            when(B > 1, 1 / B),
+            f"the batch is missing (a factor of {B}): every sequence of the batch "
+            "has a cache of its own",
+        ),
+        (
+            "tokens",
+            when(T > 1, 1 / T),
+            f"the tokens are missing (a factor of {T}): every token read adds its "
+            "keys and values",
+        ),
+        (
+            "tokens",
+            when(T_max != T, T_max / T),
+            f"config.context_length ({T_max}) is used instead of tokens ({T}): the "
+            "cache holds the tokens read so far, not the longest context the model "
+            "accepts",
+        ),
+        (
+            "bytes",
+            when(b > 1, 1 / b),
+            f"this counts numbers, not bytes: multiply by bytes_per_number ({b} here)",
+        ),
+    ]
+    table += [
+        (
+            "unit",
+            1 / size,
+            f"this is the size in {unit} ({size:,} bytes each); the function returns "
+            f"bytes: leave out the division by {size:,}",
+        )
+        for unit, size in _UNITS
+    ]
+    return [(key, factor, text) for key, factor, text in table if factor is not None]
+
+
+def _kv_slips(expected, config, sizes):
+    """A :class:`Slip` for every mix of one, two or three known mistakes (fewer
+    first, each kind of mistake at most once), as the value it gives."""
+    table = _kv_slip_table(config, sizes)
+    slips = []
+    for size in (1, 2, 3):
+        for mix in itertools.combinations(table, size):
+            keys = [key for key, _, _ in mix]
+            if len(set(keys)) < len(keys):
+                continue
+            factor = math.prod(f for _, f, _ in mix)
+            if math.isclose(factor, 1.0):
+                continue
+            parts = [text for _, _, text in mix]
+            if len(parts) == 1:
+                why = f"It looks like {parts[0]}."
+            else:
+                why = "It looks like\n" + "\n".join(f"  - {p};" for p in parts)
+                why = why[:-1] + "."
+            slips.append(Slip(expected * factor, why))
+    return slips
+
+
+def _as_size(got, check, where):
+    """The learner's size as an int, or a float where it is not whole, or an
+    AssertionError that says why it is not a number."""
+    if isinstance(got, torch.Tensor) and got.numel() == 1:
+        got = got.item()
+    if got is None:
+        raise AssertionError(
+            f"{check}: for {where} your function returned None; did it compute the "
+            "size and forget to `return` it?"
+        )
+    if not isinstance(got, bool):
+        try:
+            return operator.index(got)  # ints, numpy integers
+        except TypeError:
+            pass
+        try:
+            value = float(got)
+        except (TypeError, ValueError):
+            value = None
+        if value is not None and math.isfinite(value) and not isinstance(got, str):
+            return int(value) if value.is_integer() else value
+    raise AssertionError(
+        f"{check}: for {where} your function returned {got!r}; return the size in "
+        "bytes, a whole number (an int)."
+    )
+
+
+def _how_far(got, expected):
+    """How a wrong size compares with the right one, in words.
+
+    >>> _how_far(12, 3), _how_far(1, 3), _how_far(301, 300), _how_far(0, 3)
+    ('4 times the right size', '1/3 of the right size', '1 byte too many', \
+'not a positive size')
+    """
+    if got <= 0:
+        return "not a positive size"
+    ratio = got / expected
+    if 0.99 < ratio < 1.01:
+        off = got - expected
+        count = f"{abs(off):,}" if isinstance(off, int) else f"{abs(off):g}"
+        plural = "" if abs(off) == 1 else "s"
+        return f"{count} byte{plural} too {'many' if off > 0 else 'few'}"
+    factor = ratio if ratio > 1 else 1 / ratio
+    whole = round(factor)
+    text = (
+        f"{whole:,}" if math.isclose(factor, whole, rel_tol=1e-9) else f"{factor:.4g}"
+    )
+    return (
+        f"{text} times the right size" if ratio > 1 else f"1/{text} of the right size"
+    )
+
+
+@exercise_check("kv_cache_bytes")
+def check_kv_bytes_fn(kv_cache_bytes):
+    """Check a function that gives the size of a KV cache in bytes.
+
+    Introduced in Chapter 9. ``kv_cache_bytes(config, tokens, batch=1,
+    bytes_per_number=2)`` must return the bytes that the keys and values of every
+    layer of a model with the :class:`attn_course.GPTConfig` ``config`` take for
+    ``tokens`` tokens of each of ``batch`` sequences: ``2 * num_layers * batch *
+    num_kv_heads * head_dim * tokens * bytes_per_number``, where ``head_dim =
+    d_model // num_heads``. The reference is
+    :func:`attn_course.kv_cache_numbers` times ``bytes_per_number``, for 6 cases:
+    the chapter's tiny GPT with 4 and with 1 key-value head, GPT-2 small, and the
+    published grouped configurations of Llama 2 70B and Mistral 7B (configs only;
+    no model is built), once with the defaults of ``batch`` and
+    ``bytes_per_number``.
+
+    Parameters
+    ----------
+    kv_cache_bytes : callable
+        Your function: takes a ``GPTConfig`` and ints ``tokens``, ``batch`` and
+        ``bytes_per_number``, returns an int.
+
+    Returns
+    -------
+    None
+        Prints one line starting with ✅ when every case matches.
+
+    Raises
+    ------
+    AssertionError
+        On the first case where the function raises, does not return a number, or
+        returns a wrong size. The usual slips are solved from the ratio to the
+        right size, up to three at once, and named: the factor 2 of keys and
+        values forgotten, ``num_heads`` (or ``d_model``) used where
+        ``num_kv_heads`` (or ``num_kv_heads * head_dim``) belongs, ``head_dim``
+        taken as ``d_model``, the layers, the batch or the tokens forgotten,
+        ``context_length`` used for ``tokens``, numbers instead of bytes, and a
+        size in KiB, MiB, GiB, kB, MB or GB instead of bytes.
+    TypeError
+        If ``kv_cache_bytes`` is not a function, e.g. a size it returned.
+
+    Examples
+    --------
+    >>> def kv_cache_bytes(config, tokens, batch=1, bytes_per_number=2):
+    ...     head_dim = config.d_model // config.num_heads
+    ...     per_token = 2 * config.num_layers * config.num_kv_heads * head_dim
+    ...     return per_token * tokens * batch * bytes_per_number
+    >>> check_kv_bytes_fn(kv_cache_bytes)  # doctest: +NORMALIZE_WHITESPACE
+    ✅ check_kv_bytes_fn: kv_cache_bytes is right on 6 cases, e.g. 196,608 bytes
+    for the chapter's tiny GPT (64 tokens in float32); Llama 2 70B needs 1.25 GiB
+    for 4096 tokens in float16 with its 8 key-value heads, and would need 10.00 GiB
+    with 64, one per query head.
+    """
+    check = "check_kv_bytes_fn"
+    cases = _kv_cases()
+
+    def verify(case, got):
+        expected, sizes = case.data
+        config = case.args[0]
+        got = _as_size(got, check, case.description)
+        if got == expected:
+            return
+        slips = _kv_slips(expected, config, sizes)
+        why = first_slip(got, slips, atol=0, rtol=1e-9)
+        if why is None and isinstance(got, float):
+            why = "Return the size in bytes, a whole number (an int)."
+        if why is None:
+            why = (
+                "Count every number of the cache once: for each layer, a key and a "
+                "value of head_dim = d_model // num_heads numbers for every "
+                "key-value head, token and sequence; then multiply by "
+                "bytes_per_number."
+            )
+        shown = f"{got:,}" if isinstance(got, int) else f"{got:g}"
+        raise AssertionError(
+            f"{check}: for {case.description} your function returned {shown}, "
+            f"{_how_far(got, expected)}. {why}"
+        )
+
+    tiny, llama = cases[1], cases[4]
+    grouped = llama.data[0]
+    llama_config = llama.args[0]
+    ungrouped = grouped * llama_config.num_heads // llama_config.num_kv_heads
+    run_cases(
+        check,
+        kv_cache_bytes,
+        cases,
+        verify,
+        example="kv_cache_bytes",
+        success=f"kv_cache_bytes is right on {len(cases)} cases, e.g. "
+        f"{tiny.data[0]:,} bytes for the chapter's tiny GPT (64 tokens in float32); "
+        f"Llama 2 70B needs {grouped / 2**30:.2f} GiB for 4096 tokens in float16 "
+        f"with its {llama_config.num_kv_heads} key-value heads, and would need "
+        f"{ungrouped / 2**30:.2f} GiB with {llama_config.num_heads}, one per query "
+        "head.",
+    )
+
+
+# --- a sliding-window mask -----------------------------------------------------------
+
+# (T, window): the first tells the slips apart; then a window of 1, a window as
+# long as the sequence and one longer (the causal mask), and a single token.
+_WINDOW_CASES = ((6, 3), (8, 2), (5, 1), (4, 4), (3, 5), (1, 1), (1, 3))
+
+
+def _window_cases():
+    cases = []
+    for T, window in _WINDOW_CASES:
+        note = ""
+        if window >= T:
+            note = " (window >= T: the causal mask)"
+        elif window == 1:
+            note = " (each query sees itself only)"
+        cases.append(Case(f"T = {T}, window = {window}{note}", (T, window)))
+    return cases
+
+
+def _window_slips(T, window, expected):
+    """Known wrong masks for ``(T, window)``, True = may attend.
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    expected : (T, T)
+    """
+    i = torch.arange(T)[:, None]  # (T, 1): the query
+    j = torch.arange(T)[None, :]  # (1, T): the key
+    causal = causal_mask(T)
+    before = window - 1
+    rule = (
+        f"query i sees the keys j with i - window < j <= i, itself and the "
+        f"window - 1 = {before} key{'s' * (before != 1)} before it"
+    )
+    return [
+        Slip(~expected, INVERTED),
+        Slip(
+            sliding_window_mask(T, window + 1),
+            f"each query sees window + 1 = {window + 1} keys, one too many: {rule} "
+            "(j > i - window, not j >= i - window)",
+        ),
+        Slip(
+            sliding_window_mask(T, window - 1) if window > 1 else None,
+            f"each query sees window - 1 = {window - 1} keys, one too few: the "
+            f"window of {window} counts the query itself; {rule}",
+        ),
+        Slip(
+            (i - j).abs() < window,
+            "the window reaches forward too (a band around the diagonal): query i "
+            f"sees keys after it. The window is causal: {rule}",
+        ),
+        Slip(
+            (i - j).abs() <= window,
+            "the window reaches forward too (a band around the diagonal): query i "
+            f"sees keys after it. The window is causal: {rule}",
+        ),
+        Slip(
+            torch.eye(T, dtype=torch.bool),
+            f"only the diagonal is True: each query sees itself alone, but with "
+            f"window = {window}, {rule}",
+        ),
+        Slip(
+            (j < window) & causal,
+            "the window is aligned at the start of the sequence (keys j < window) "
+            f"instead of ending at the query: {rule}",
+        ),
+        Slip(
+            (j < window).expand(T, T),
+            "the window is aligned at the start of the sequence (keys j < window) "
+            f"instead of ending at the query: {rule}",
+        ),
+        Slip(
+            causal,
+            f"this is the causal mask: the window is missing. Remove the keys "
+            f"window = {window} or more steps back: {rule}",
+        ),
+        Slip(
+            expected.T,
+            "this is the window transposed: row i is query i and column j is key "
+            f"j; {rule}",
+        ),
+    ]
+
+
+@exercise_check("window_mask")
+def check_window_mask_fn(window_mask):
+    """Check a function that builds a sliding-window mask.
+
+    Introduced in Chapter 9. ``window_mask(T, window)`` must return a bool
+    ``(T, T)`` mask, ``True`` where query ``i`` may attend to key ``j``: when
+    ``i - window < j <= i``, the query itself and the ``window - 1`` keys before
+    it. The reference is :func:`attn_course.sliding_window_mask`. It is tried on 7
+    pairs ``(T, window)``: a window of 1, a window as long as the sequence and one
+    longer (both give the causal mask), and a single token.
+
+    Parameters
+    ----------
+    window_mask : callable
+        Your function: takes ints ``T`` and ``window``, returns the mask.
+
+    Returns
+    -------
+    None
+        Prints one line starting with ✅ when every case passes.
+
+    Raises
+    ------
+    AssertionError
+        If the function raises, returns something that is not a tensor, has the
+        wrong shape or dtype (a float mask of 0 and -inf is named), or wrong
+        entries; the usual slips are named: a window of ``window + 1`` or
+        ``window - 1`` keys, a band that reaches forward too, the inverted
+        convention (True = blocked), only the diagonal, a window aligned at the
+        start of the sequence, the causal mask without the window, and the mask
+        transposed.
+    TypeError
+        If ``window_mask`` is not a function, e.g. a mask it returned.
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    mask : (T, T)
+
+    Examples
+    --------
+    >>> def window_mask(T, window):
+    ...     i = torch.arange(T)[:, None]
+    ...     j = torch.arange(T)[None, :]
+    ...     return (j <= i) & (j > i - window)
+    >>> check_window_mask_fn(window_mask)  # doctest: +NORMALIZE_WHITESPACE
+    ✅ check_window_mask_fn: window_mask equals sliding_window_mask on 7 cases (T
+    from 1 to 8, window from 1 to 5, window >= T included): query i sees keys i -
+    window < j <= i, itself and the window - 1 keys before it.
+    """
+    check = "check_window_mask_fn"
+    cases = _window_cases()
+
+    def verify(case, mask):
+        T, window = case.args
+        name = f"{check}: your mask for {case.description}"
+        expected = sliding_window_mask(T, window)  # (T, T)
+        mask = expect_tensor(mask, name)
+        expect_shape(mask, expected, name)
+        if mask.dtype != torch.bool:
+            additive = torch.zeros(T, T).masked_fill(~expected, _MINUS_INF)
+            slips = [
+                Slip(
+                    additive if mask.is_floating_point() else None,
+                    "this is an additive float mask (0 / -inf), which is added to "
+                    "the scores; this exercise asks for the bool mask: True = may "
+                    "attend",
+                ),
+                Slip(
+                    expected.to(mask.dtype),
+                    "the entries are right but are numbers (1 and 0): make it a "
+                    "bool mask with .bool(), or build it from comparisons such as "
+                    "j <= i, which give bools",
+                ),
+            ]
+            fix = first_slip(mask, slips, atol=0, rtol=0) or (
+                "build it from comparisons of the positions (j <= i, j > i - window) "
+                "and combine them with &, which gives a bool tensor"
+            )
+            raise AssertionError(f"{name}: dtype is {mask.dtype}, not bool; {fix}.")
+
+        def wrong_entry():
+            i, j = first_difference(mask, expected)
+            allowed = "may" if bool(expected[i, j]) else "may not"
+            return (
+                f"entry {fmt_index((i, j))} is {bool(mask[i, j])}, but query {i} "
+                f"{allowed} attend to key {j}: query i sees keys i - window < j <= i"
+            )
+
+        expect_mask(
+            mask,
+            expected,
+            _window_slips(T, window, expected),
+            name,
+            otherwise=wrong_entry,
+            shown=mask.int(),
+        )
+
+    sizes = [T for T, _ in _WINDOW_CASES]
+    windows = [w for _, w in _WINDOW_CASES]
+    run_cases(
+        check,
+        window_mask,
+        cases,
+        verify,
+        example="window_mask",
+        success=f"window_mask equals sliding_window_mask on {len(cases)} cases (T "
+        f"from {min(sizes)} to {max(sizes)}, window from {min(windows)} to "
+        f"{max(windows)}, window >= T included): query i sees keys i - window < j "
+        "<= i, itself and the window - 1 keys before it.",
+    )
