@@ -1,5 +1,5 @@
 """The kit every self-check is built on (seeded randomness, first known slip, running
-the cases), and its promise for all 23 checks: a check leaves the notebook's random
+the cases), and its promise for every check: a check leaves the notebook's random
 numbers alone, and its verdict does not depend on them."""
 
 import contextlib
