@@ -19,7 +19,7 @@ key-value heads. Introduced in Chapter 9.
 
 import torch
 
-from ._validate import kind_of, require_int, require_tensor
+from ._validate import require_int, require_tensor
 
 __all__ = ["KVCache", "LayerCache", "kv_cache_numbers"]
 
@@ -157,9 +157,12 @@ def kv_cache_numbers(num_layers, num_kv_heads, head_dim, tokens, batch=1):
         "tokens": tokens,
         "batch": batch,
     }
-    for name, value in sizes.items():
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"{name} must be an int, got {kind_of(value)} {value!r}")
-        if value < 0:
-            raise ValueError(f"{name} must be at least 0, got {value}")
-    return 2 * num_layers * batch * num_kv_heads * tokens * head_dim
+    n = {name: require_int(value, name, minimum=0) for name, value in sizes.items()}
+    return (
+        2
+        * n["num_layers"]
+        * n["batch"]
+        * n["num_kv_heads"]
+        * n["tokens"]
+        * n["head_dim"]
+    )

@@ -232,5 +232,5 @@ def test_the_cache_size_formula_checks_its_arguments():
     assert kv_cache_numbers(12, 12, 64, 1024) == 2 * 12 * 12 * 1024 * 64
     with pytest.raises(TypeError, match=r"tokens must be an int, got float 2.5"):
         kv_cache_numbers(1, 1, 1, 2.5)
-    with pytest.raises(ValueError, match=r"batch must be at least 0, got -1"):
+    with pytest.raises(ValueError, match=r"batch must be at least 0, got batch=-1"):
         kv_cache_numbers(1, 1, 1, 1, batch=-1)
