@@ -187,10 +187,44 @@ def scaled_dot_product_attention(
         # Step 0 (grouped-query attention): one copy of each key/value head for
         # every query head it serves, so that the heads line up one to one.
         key, value = _repeat_key_value_heads(query, key, value)
-    scores_shape, dropout_p, scale = _check_inputs(
+    _, dropout_p, scale = _check_inputs(
         query, key, value, attn_mask, dropout_p, is_causal, scale
     )
-    T_q, T_k = scores_shape[-2:]
+    return _six_steps(
+        query,
+        key,
+        value,
+        attn_mask,
+        dropout_p,
+        is_causal,
+        scale,
+        return_weights=return_weights,
+        training=training,
+        generator=generator,
+    )
+
+
+def _six_steps(
+    query,
+    key,
+    value,
+    attn_mask,
+    dropout_p,
+    is_causal,
+    scale,
+    *,
+    return_weights,
+    training,
+    generator=None,
+):
+    """Steps 1-6 of :func:`scaled_dot_product_attention`, on checked inputs.
+
+    ``scale`` is a number and the heads already line up one to one. The attention
+    modules call this directly: their queries, keys and values come out of their
+    own projections, so the checks, which cost as much as the arithmetic when one
+    new token is generated at a time, would only repeat what the module knows.
+    """
+    T_q, T_k = query.size(-2), key.size(-2)
 
     # Step 1: how well each query matches each key, one dot product per pair.
     # (..., T_q, d_k) @ (..., d_k, T_k) -> (..., T_q, T_k)

@@ -18,8 +18,9 @@ Each class adds one idea to the one before it:
 Constructor arguments, parameter names and the order in which parameters are created
 follow the classes of the LLMs-from-scratch book (chapter 3), so the same
 ``torch.manual_seed`` gives the same weights and the same outputs. Every forward pass
-calls :func:`attn_course.scaled_dot_product_attention`, the one copy of the attention
-maths in this package.
+runs the six steps of :func:`attn_course.scaled_dot_product_attention`, the one copy
+of the attention maths in this package (the multi-head classes skip its input checks:
+their own projections made the inputs).
 
 Shape letters are those of :mod:`attn_course.shapes`. In the multi-head classes the
 comments and the :class:`ShapeTracer` notes write ``D`` for ``d_out``, the width that
@@ -27,6 +28,7 @@ is split into ``H`` heads of width ``d``.
 """
 
 import inspect
+import math
 
 import torch
 from torch import nn
@@ -39,7 +41,11 @@ from ._validate import (
     require_probability,
     require_tensor,
 )
-from .functional import scaled_dot_product_attention
+from .functional import (
+    _repeat_key_value_heads,
+    _six_steps,
+    scaled_dot_product_attention,
+)
 from .kv_cache import LayerCache
 from .masks import causal_mask, key_padding_to_attn_mask, require_padding_mask
 
@@ -726,17 +732,22 @@ class _MultiHeadBase(nn.Module):
             # Everything this layer has seen: (B, H_kv, past + T_k, d) each.
             keys, values = cache.append(keys, values)
 
-        # Every head attends on its own.
-        context, weights = scaled_dot_product_attention(
+        if grouped:
+            # Each group of H // H_kv query heads shares one key and value head:
+            # (B, H_kv, T_k, d) -> (B, H, T_k, d), as enable_gqa=True does.
+            keys, values = _repeat_key_value_heads(queries, keys, values)
+        # Every head attends on its own: the six steps of
+        # scaled_dot_product_attention, without its checks of the inputs.
+        context, weights = _six_steps(
             queries,
             keys,
             values,
-            attn_mask=attn_mask,
-            dropout_p=self.dropout.p,
+            attn_mask,
+            self.dropout.p,
             is_causal=causal and not past and attn_mask is None,
+            scale=1.0 / math.sqrt(self.head_dim),
             training=self.training,
             return_weights=True,
-            enable_gqa=grouped,  # each group of H // H_kv query heads shares keys
         )
         _emit(trace, "weights", weights, f"(B, H, {Tq}, {Tk})")
         _emit(trace, "context", context, f"(B, H, {Tq}, d)")

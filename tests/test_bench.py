@@ -331,8 +331,7 @@ def test_the_stored_results_show_what_chapter_9_says():
     """With the causal mask, tiled attention takes at most 1.5 times the time of
     PyTorch's kernel at T = 1024, and at T = 4096 at most 15 % of the memory of
     the plain computation; writing 256 tokens with a KV cache is at least 3 times as
-    fast as without for a batch of 8 sequences, and at least twice as fast for one
-    (where a step with the cache costs little more than launching its operations)."""
+    fast as without, for a batch of 8 sequences and for one."""
     results = json.loads((bench.DATA / "bench-cpu.json").read_text(encoding="utf-8"))
     tiled = {
         row["T"]: row
@@ -349,4 +348,4 @@ def test_the_stored_results_show_what_chapter_9_says():
         if row["kind"] == "generate" and row["tokens"] == 256
     }
     assert written[8] >= 3
-    assert written[1] >= 2
+    assert written[1] >= 3
