@@ -9,6 +9,9 @@
 #   make bench     time plain, tiled and PyTorch's attention and measure their peak
 #                  memory (Chapter 9); writes attn_course/measured/bench-cpu.json.
 #                  Minutes long, not part of make test: run it on a quiet machine
+#   make bench-history  time one training step of a GRU and of self-attention as T
+#                  grows (Chapter 10); writes attn_course/measured/history-cpu.json.
+#                  About a minute, not part of make test: run it on a quiet machine
 #   make workshop  a folder and a zip for a workshop without Wi-Fi: student notebooks,
 #                  solutions, the package as a wheel, pinned requirements, a README
 #
@@ -24,7 +27,7 @@ WORKFLOWS := $(sort $(wildcard .github/workflows/*.yml))
 export PYTHONHASHSEED := 0
 
 .PHONY: all book book-all serve test lint unit nbval exercises site-check screenshots lab \
-	outputs student workshop workshop-check bench clean
+	outputs student workshop workshop-check bench bench-history clean
 
 all: test
 
@@ -95,6 +98,9 @@ outputs: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m tools.bench
+
+bench-history: $(STAMP)
+	$(BIN)/python -m tools.bench_history
 
 student: $(STAMP)
 	$(BIN)/python -m tools.notebooks student _build/student

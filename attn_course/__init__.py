@@ -47,11 +47,15 @@ plot
     Attention heatmaps and bar charts; every helper returns a ``Figure``.
 diagrams
     How data flows through attention, one diagram per chapter, drawn from the
-    chapter's tensors (Chapters 1-7).
+    chapter's tensors (Chapters 1-10).
 explorer
     ipywidgets apps on top of ``walkthrough`` and ``plot``: query choice and
     softmax temperature (Chapter 1), mask conventions (Chapter 3). The only module
     that imports ipywidgets; nothing but this package face imports it.
+rnn
+    GRU encoder-decoders with and without additive attention (Chapter 10).
+history
+    The dated events of Chapter 10's timeline and its stored step timings.
 checks
     Self-checks for the exercises, one module per chapter.
 shapes
@@ -65,6 +69,7 @@ on ``masks``; ``modules`` on ``functional`` and ``kv_cache``; ``walkthrough`` an
 ``corpus`` on ``_validate`` only; ``seq2seq`` on ``block``, ``positions`` and
 ``training``; ``gpt`` on those and ``corpus``; ``plot`` draws what ``walkthrough``
 computes and ``diagrams`` uses ``plot``'s figures; ``checks`` use all of these;
+``history`` on ``efficient`` (its loader of stored results); ``rnn`` on ``seq2seq``;
 ``explorer`` comes last.
 """
 
@@ -78,12 +83,14 @@ from . import (
     explorer,
     functional,
     gpt,
+    history,
     kv_cache,
     masks,
     modules,
     order_task,
     plot,
     positions,
+    rnn,
     seq2seq,
     shapes,
     training,
@@ -118,13 +125,16 @@ from .positions import (
     rope_permutation,
     sinusoidal_positions,
 )
+from .rnn import AdditiveAttention, GRUSeq2Seq
 from .seq2seq import Seq2SeqConfig, Seq2SeqTransformer
 
 __all__ = [
+    "AdditiveAttention",
     "CausalAttention",
     "CrossAttention",
     "GPT",
     "GPTConfig",
+    "GRUSeq2Seq",
     "GroupedQueryAttention",
     "KVCache",
     "LayerCache",
@@ -151,6 +161,7 @@ __all__ = [
     "generate",
     "gpt",
     "hello_shiny_sun",
+    "history",
     "key_padding_to_attn_mask",
     "kv_cache",
     "kv_cache_numbers",
@@ -161,6 +172,7 @@ __all__ = [
     "padding_mask",
     "plot",
     "positions",
+    "rnn",
     "rope_permutation",
     "scaled_dot_product_attention",
     "seq2seq",

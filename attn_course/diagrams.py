@@ -8,20 +8,22 @@ figures are drawn like those of :mod:`attn_course.plot`: on a white background (
 readable in dark mode), at twice the display resolution, 4.6 inches wide so
 that they stay legible on a phone.
 
-=========================  ==========  ===================================
-function                   chapter     shows
-=========================  ==========  ===================================
-:func:`query_pipeline`     1           one query: scores, softmax, weighted sum
-:func:`self_attention`     2           X -> Q, K, V -> scores -> weights -> Z
-:func:`causal_mask`        3           the mask laid over the scores
-:func:`dropout_placement`  4           dropout on the weights, after the softmax
-:func:`multi_head`         5           split into heads, attend, merge, out_proj
-:func:`encoder_decoder`    6           where Q, K and V come from in each attention
-:func:`position_methods`   7           where each kind of position enters attention
-:func:`gpt_model`          8           a decoder-only model: blocks, residuals, head
-:func:`attention_tiles`    9           the tiles tiled attention computes or skips
-:func:`kv_cache_step`      9           one step of generation with a KV cache
-=========================  ==========  ===================================
+============================  ==========  ===================================
+function                      chapter     shows
+============================  ==========  ===================================
+:func:`query_pipeline`        1           one query: scores, softmax, weighted sum
+:func:`self_attention`        2           X -> Q, K, V -> scores -> weights -> Z
+:func:`causal_mask`           3           the mask laid over the scores
+:func:`dropout_placement`     4           dropout on the weights, after the softmax
+:func:`multi_head`            5           split into heads, attend, merge, out_proj
+:func:`encoder_decoder`       6           where Q, K and V come from in each attention
+:func:`position_methods`      7           where each kind of position enters attention
+:func:`gpt_model`             8           a decoder-only model: blocks, residuals, head
+:func:`attention_tiles`       9           the tiles tiled attention computes or skips
+:func:`kv_cache_step`         9           one step of generation with a KV cache
+:func:`rnn_encoder_decoder`   10          a GRU encoder-decoder, attention or not
+:func:`timeline`              10          dated events, one row each
+============================  ==========  ===================================
 
 Each returns a :class:`matplotlib.figure.Figure`; ``diagram_text(fig)`` lists the
 words written on it (the tests read the labels through it).
@@ -57,7 +59,9 @@ __all__ = [
     "multi_head",
     "position_methods",
     "query_pipeline",
+    "rnn_encoder_decoder",
     "self_attention",
+    "timeline",
 ]
 
 TENSOR_FILL, TENSOR_EDGE = "#dbe9f6", "#2c5d8f"
@@ -726,6 +730,27 @@ def multi_head(x, num_heads, d_out):
 # --- Chapter 6 ---------------------------------------------------------------------
 
 
+def _source_and_target(source, target):
+    """Check a translation diagram's id tensors, ``(B, T_s)`` and ``(B, T_t)``."""
+    source = require_tensor(source, "source")
+    target = require_tensor(target, "target")
+    for name, ids, letters in (
+        ("source", source, "B, T_s"),
+        ("target", target, "B, T_t"),
+    ):
+        if ids.ndim != 2:
+            raise ValueError(
+                f"{name} must hold token ids of shape ({letters}), 2-D, got "
+                f"shape {tuple(ids.shape)}"
+            )
+    if source.shape[0] != target.shape[0]:
+        raise ValueError(
+            f"source and target must hold the same number of sentences B, got "
+            f"{source.shape[0]} and {target.shape[0]}"
+        )
+    return source, target
+
+
 def encoder_decoder(source, target, d_model, num_heads, vocab_size):
     """The encoder-decoder transformer: where Q, K and V come from in each of its
     three kinds of attention, with the shapes of one batch.
@@ -751,22 +776,7 @@ def encoder_decoder(source, target, d_model, num_heads, vocab_size):
     >>> "= (2, 5, 30)" in diagram_text(fig)  # the logits (B, T_t, vocab_size)
     True
     """
-    source = require_tensor(source, "source")
-    target = require_tensor(target, "target")
-    for name, ids, letters in (
-        ("source", source, "B, T_s"),
-        ("target", target, "B, T_t"),
-    ):
-        if ids.ndim != 2:
-            raise ValueError(
-                f"{name} must hold token ids of shape ({letters}), 2-D, got "
-                f"shape {tuple(ids.shape)}"
-            )
-    if source.shape[0] != target.shape[0]:
-        raise ValueError(
-            f"source and target must hold the same number of sentences B, got "
-            f"{source.shape[0]} and {target.shape[0]}"
-        )
+    source, target = _source_and_target(source, target)
     D = require_int(d_model, "d_model")
     H = require_int(num_heads, "num_heads")
     V = require_int(vocab_size, "vocab_size")
@@ -1261,4 +1271,251 @@ def kv_cache_step(config, cached, batch=1):
         ("logits for the next token", _shape(("B", "1", "V"), (B, 1, V)), "tensor", 1),
     ]
     canvas, _ = _flow(steps)
+    return canvas.fig
+
+
+# --- Chapter 10 --------------------------------------------------------------------
+
+
+def rnn_encoder_decoder(source, target, d_model, vocab_size, *, attention=False):
+    """A GRU encoder-decoder: without attention the decoder sees the source only
+    through the encoder's last state; with attention it reads all the states.
+
+    Introduced in Chapter 10.
+
+    Parameters
+    ----------
+    source : torch.Tensor
+        Source token ids: shape (B, T_s).
+    target : torch.Tensor
+        Target token ids given to the decoder: shape (B, T_t).
+    d_model : int
+        Width D of the embeddings and of every hidden state.
+    vocab_size : int
+        Tokens of the target vocabulary: one logit each.
+    attention : bool, default False
+        Draw the model with additive attention.
+
+    Examples
+    --------
+    >>> fig = rnn_encoder_decoder(torch.zeros(2, 7), torch.zeros(2, 5), 64, 30)
+    >>> "= (2, 64)" in diagram_text(fig)  # the last state (B, D): the bottleneck
+    True
+    >>> fig = rnn_encoder_decoder(torch.zeros(2, 7), torch.zeros(2, 5), 64, 30,
+    ...                           attention=True)
+    >>> "weights (B, T_s)" in diagram_text(fig) and "= (2, 7)" in diagram_text(fig)
+    True
+    """
+    source, target = _source_and_target(source, target)
+    D = require_int(d_model, "d_model")
+    V = require_int(vocab_size, "vocab_size")
+    if not isinstance(attention, bool):
+        raise TypeError(f"attention must be a bool, got {attention!r}")
+    (B, S), T = source.shape, target.shape[1]
+
+    def shape(letters, sizes):  # two lines: the boxes are narrow
+        return _shape(letters, sizes).replace(" = ", "\n= ")
+
+    canvas = _Canvas(WIDTH, 7.3)
+    enc_x, dec_x, w = 1.12, 3.48, 2.15
+    canvas.text(enc_x, 7.1, "encoder", ha="center", va="center", weight="bold")
+    canvas.text(dec_x, 7.1, "decoder", ha="center", va="center", weight="bold")
+    src = canvas.box(
+        enc_x,
+        6.45,
+        "source ids",
+        detail=shape(("B", "T_s"), (B, S)),
+        width=w,
+        height=0.8,
+    )
+    gru = canvas.box(
+        enc_x,
+        5.25,
+        f"GRU: {S} steps,\none after another",
+        kind="operation",
+        width=w,
+        height=0.8,
+    )
+    states = canvas.box(
+        enc_x,
+        4.0,
+        "encoder states",
+        detail=shape(("B", "T_s", "D"), (B, S, D)),
+        width=w,
+        height=0.8,
+    )
+    _down(canvas, src, gru, "embed")
+    _down(canvas, gru, states)
+    tgt = canvas.box(
+        dec_x,
+        6.45,
+        "target ids",
+        detail=shape(("B", "T_t"), (B, T)),
+        width=w,
+        height=0.8,
+    )
+    if not attention:
+        last = canvas.box(
+            enc_x,
+            2.55,
+            "last state only",
+            detail=shape(("B", "D"), (B, D)),
+            kind="highlight",
+            width=w,
+            height=0.8,
+        )
+        _down(canvas, states, last)
+        decoder = canvas.box(
+            dec_x,
+            2.55,
+            f"GRU: {T} steps,\nstarts from it",
+            kind="operation",
+            width=w,
+            height=0.8,
+        )
+        canvas.arrow(_below(tgt), _above(decoder), "embed", side="right")
+        middle = (last[1] + last[3]) / 2
+        canvas.arrow((last[2], middle), (decoder[0], middle))
+        features = decoder
+        note = f"D = {D}: the whole\nsentence must fit\nin {D} numbers."
+    else:
+        decoder = canvas.box(
+            dec_x,
+            4.0,
+            "GRU cell, step t:\n[word; context] in",
+            kind="operation",
+            width=w,
+            height=1.0,
+            detail=f"state (B, D) = {(B, D)}",
+        )
+        canvas.arrow(_below(tgt), _above(decoder), "embed", side="right")
+        attend = canvas.box(
+            enc_x,
+            2.55,
+            "additive attention",
+            detail=f"weights (B, T_s)\n= {(B, S)}\ncontext (B, D)",
+            kind="highlight",
+            width=w,
+            height=1.0,
+        )
+        _down(canvas, states, attend, "keys")
+        canvas.arrow((decoder[0] + 0.15, decoder[1]), (attend[2] - 0.15, attend[3]))
+        canvas.text(
+            decoder[0] + 0.2,
+            (decoder[1] + attend[3]) / 2,
+            "query: state",
+            fontsize=FONT_SIZE - 1,
+            style="italic",
+            va="center",
+        )
+        features = canvas.box(
+            dec_x,
+            2.55,
+            "[state; context]",
+            detail=shape(("B", "2D"), (B, 2 * D)),
+            width=w,
+            height=0.8,
+        )
+        _down(canvas, decoder, features)
+        middle = (attend[1] + attend[3]) / 2
+        canvas.arrow((attend[2], middle), (features[0], middle))
+        note = f"D = {D}: a new\ncontext for every\ntarget word."
+    logits = canvas.box(
+        dec_x,
+        0.75,
+        "linear: logits",
+        detail=shape(("B", "T_t", "V"), (B, T, V)),
+        width=w,
+        height=0.8,
+    )
+    _down(canvas, features, logits)
+    canvas.text(enc_x, 0.8, note, ha="center", va="center", fontsize=FONT_SIZE - 1)
+    return canvas.fig
+
+
+_KIND_COLOURS = {
+    "recurrent": "#2c5d8f",
+    "attention": "#b35900",
+    "transformer": "#b0002a",
+    "after": "#3d7a2a",
+}
+_KIND_NAMES = {
+    "recurrent": "recurrent and convolutional models",
+    "attention": "attention added to them",
+    "transformer": "attention alone: the Transformer",
+    "after": "built on it, or looking beyond it",
+}
+
+
+def timeline(events):
+    """Dated events, oldest at the top, one row each, coloured by kind.
+
+    Each row shows the date (``year-month``, or the year alone when the month is
+    0), a dot on a vertical line and the event's label; a legend names the kinds.
+    Rows are evenly spaced, so the figure shows the order and the dates rather than
+    the gaps between them. Introduced in Chapter 10.
+
+    Parameters
+    ----------
+    events : sequence of attn_course.history.Event
+        Anything with ``year``, ``month``, ``label`` and ``kind`` (one of
+        ``attn_course.history.KINDS``), in date order.
+
+    Raises
+    ------
+    ValueError
+        If there are no events, they are not in date order, or a kind is unknown.
+
+    Examples
+    --------
+    >>> from attn_course.history import TIMELINE
+    >>> fig = timeline(TIMELINE)
+    >>> "2017-06" in diagram_text(fig) and "the Transformer" in diagram_text(fig)
+    True
+    """
+    events = list(events)
+    if not events:
+        raise ValueError("events is empty; pass e.g. attn_course.history.TIMELINE")
+    dates = [(e.year, e.month) for e in events]
+    if dates != sorted(dates):
+        raise ValueError(
+            "events must be in date order (oldest first); sort them with "
+            "sorted(events, key=lambda e: (e.year, e.month))"
+        )
+    unknown = {e.kind for e in events} - set(_KIND_COLOURS)
+    if unknown:
+        raise ValueError(
+            f"unknown kind(s) {sorted(unknown)}; use one of {list(_KIND_COLOURS)}"
+        )
+    row = 0.27
+    height = row * len(events) + 1.45
+    canvas = _Canvas(WIDTH, height)
+    top = height - 0.35
+    line_x = 0.95
+    canvas.ax.plot(
+        [line_x, line_x], [top, top - row * (len(events) - 1)], color="#777777", lw=1.2
+    )
+    for i, event in enumerate(events):
+        y = top - row * i
+        date = f"{event.year}" if not event.month else f"{event.year}-{event.month:02d}"
+        canvas.text(
+            line_x - 0.15, y, date, ha="right", va="center", fontsize=FONT_SIZE - 1
+        )
+        canvas.ax.plot(
+            [line_x], [y], marker="o", markersize=7, color=_KIND_COLOURS[event.kind]
+        )
+        canvas.text(
+            line_x + 0.17,
+            y,
+            event.label,
+            ha="left",
+            va="center",
+            fontsize=FONT_SIZE - 1,
+            weight="bold" if event.kind == "transformer" else "normal",
+        )
+    kinds = [kind for kind in _KIND_COLOURS if any(e.kind == kind for e in events)]
+    for j, kind in enumerate(kinds):
+        x, y = 0.3, 0.95 - 0.25 * j
+        canvas.ax.plot([x], [y], marker="o", markersize=7, color=_KIND_COLOURS[kind])
+        canvas.text(x + 0.12, y, _KIND_NAMES[kind], va="center", fontsize=FONT_SIZE - 2)
     return canvas.fig

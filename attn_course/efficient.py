@@ -435,13 +435,23 @@ def stored_benchmark(device="cpu"):
     >>> sorted(results["machine"])
     ['cores', 'cpu', 'gpu', 'platform', 'torch_threads']
     """
+    return load_measured("bench", device, "a benchmark", "make bench")
+
+
+def load_measured(stem, device, what, command):
+    """The results stored as ``attn_course/measured/{stem}-{device}.json``.
+
+    ``what`` (e.g. ``"a benchmark"``) and ``command`` (``"make bench"``) say in
+    the error what is missing and how to make it.
+    """
     if device not in ("cpu", "cuda"):
         raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
-    stored = resources.files("attn_course") / "measured" / f"bench-{device}.json"
+    stored = resources.files("attn_course") / "measured" / f"{stem}-{device}.json"
     if not stored.is_file():
+        machine = "a GPU" if device == "cuda" else "a CPU"
         raise FileNotFoundError(
-            f"no benchmark on {device!r} is stored with the package; run `make bench` "
-            f"on a machine with {'a GPU' if device == 'cuda' else 'a CPU'} to make one"
+            f"no {what} on {device!r} is stored with the package; run `{command}` "
+            f"on a machine with {machine} to make it"
         )
     return json.loads(stored.read_text(encoding="utf-8"))
 

@@ -381,25 +381,8 @@ class Seq2SeqTransformer(nn.Module):
 
     def _embed(self, ids, embedding, name):
         """Token embedding plus position: ``(B, T) -> (B, T, D)``."""
-        fix = "encode the words with a Vocab first, e.g. vocab.encode_batch(sentences)"
-        require_tensor(ids, name, fix=fix)
-        if ids.dtype != torch.long:
-            raise TypeError(
-                f"{name} must be a LongTensor of token ids, got dtype {ids.dtype}; "
-                f"{fix}"
-            )
-        if ids.dim() != 2:
-            raise ValueError(
-                f"expected {name} of shape (B, T), got {tuple(ids.shape)}; for one "
-                f"sentence use {name}.unsqueeze(0)"
-            )
+        _check_ids(ids, name, self.config.context_length, "use a Seq2SeqConfig with")
         T = ids.shape[1]
-        if T > self.config.context_length:
-            raise ValueError(
-                f"{name} has T={T} tokens but context_length="
-                f"{self.config.context_length}; use a Seq2SeqConfig with "
-                f"context_length >= {T}"
-            )
         # nn.Embedding starts at N(0, 1), the same size as the sinusoids, so the
         # sum keeps both the word and the position visible: (B, T, D) + (T, D).
         return embedding(ids) + self.positions[:T]
@@ -503,6 +486,29 @@ class Seq2SeqTransformer(nn.Module):
 
 
 @torch.no_grad()
+def _check_ids(ids, name, context_length, how):
+    """Raise a clear error unless ``ids`` is a ``(B, T)`` LongTensor of token ids
+    with ``T <= context_length``; ``how`` starts the fix for a long input, e.g.
+    ``"use a Seq2SeqConfig with"``."""
+    fix = "encode the words with a Vocab first, e.g. vocab.encode_batch(sentences)"
+    require_tensor(ids, name, fix=fix)
+    if ids.dtype != torch.long:
+        raise TypeError(
+            f"{name} must be a LongTensor of token ids, got dtype {ids.dtype}; {fix}"
+        )
+    if ids.dim() != 2:
+        raise ValueError(
+            f"expected {name} of shape (B, T), got {tuple(ids.shape)}; for one "
+            f"sentence use {name}.unsqueeze(0)"
+        )
+    T = ids.shape[1]
+    if T > context_length:
+        raise ValueError(
+            f"{name} has T={T} tokens but context_length={context_length}; {how} "
+            f"context_length >= {T}"
+        )
+
+
 def greedy_decode(model, src, *, max_len=None, bos_id=1, eos_id=2):
     """Translate by always picking the most likely next word.
 

@@ -486,41 +486,52 @@ def table(results):
     return "\n".join(lines)
 
 
-def default_out(quick, has_cuda):
+def default_out(quick, has_cuda, stem="bench"):
     """Where results go without ``--out``: the chapter's data, or ``_build/bench/``
     for a quick run (so that it never replaces a full run's file)."""
-    name = "bench-cuda.json" if has_cuda else "bench-cpu.json"
+    name = f"{stem}-cuda.json" if has_cuda else f"{stem}-cpu.json"
     return (QUICK_DIR if quick else DATA) / name
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="two short lengths and few repeats, to check that the command works",
-    )
+def arguments(argv, doc, *, quick_help, threads_default=None, threads_help):
+    """The options of a benchmark command, parsed; sets torch's thread count."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help=quick_help)
     parser.add_argument("--out", type=Path, help="where to write the JSON results")
     parser.add_argument(
-        "--threads", type=int, help="torch's CPU threads (default: torch's own)"
+        "--threads", type=int, default=threads_default, help=threads_help
     )
     args = parser.parse_args(argv)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
-    settings = QUICK if args.quick else Settings()
-    out = args.out or default_out(args.quick, torch.cuda.is_available())
+    return args
 
-    results = run(settings)
+
+def report(results, out, lines):
+    """Print the machine, then ``lines``; write ``results`` as JSON to ``out``."""
     header = results["machine"]
     print(
         f"{header['cpu']}, {header['cores']} cores, {header['torch_threads']} torch "
         f"threads, torch {results['torch']}, {results['date']}"
     )
-    print(f"peak memory: {results['memory_note']}")
-    print(table(results))
+    for line in lines:
+        print(line)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     print(f"\nwritten to {out}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments(
+        argv,
+        __doc__,
+        quick_help="two short lengths and few repeats, to check that the command works",
+        threads_help="torch's CPU threads (default: torch's own)",
+    )
+    settings = QUICK if args.quick else Settings()
+    out = args.out or default_out(args.quick, torch.cuda.is_available())
+    results = run(settings)
+    report(results, out, [f"peak memory: {results['memory_note']}", table(results)])
     return 0
 
 

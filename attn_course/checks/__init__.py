@@ -16,7 +16,7 @@ thing every time and draws the same numbers afterwards. The checks of each chapt
 live in their own module (``basics`` for Chapter 1, ``trainable_weights``,
 ``causal_mask``, ``dropout``, ``multi_head``, ``encoder_decoder`` for Chapters 2 to
 6, ``positions`` for Chapter 7, ``gpt`` for Chapter 8, ``efficient`` for
-Chapter 9); all of them are available from here.
+Chapter 9, ``history`` for Chapter 10); all of them are available from here.
 
 Shapes
 ------
@@ -60,6 +60,11 @@ from .gpt import (
     check_make_example_fn,
     check_top_k_fn,
 )
+from .history import (
+    check_additive_scores_fn,
+    check_path_length_fn,
+    check_scoring_parameters_fn,
+)
 from .multi_head import (
     check_head_counts_fn,
     check_head_split,
@@ -80,6 +85,7 @@ from .trainable_weights import (
 
 __all__ = [
     "check_additive_mask",
+    "check_additive_scores_fn",
     "check_alibi_slopes",
     "check_attention_fn",
     "check_causal_attention_fn",
@@ -100,12 +106,14 @@ __all__ = [
     "check_mha_mask_fn",
     "check_online_step_fn",
     "check_param_count_fn",
+    "check_path_length_fn",
     "check_projected_context",
     "check_rotate_pair_fn",
     "check_row_drop_probability",
     "check_scaled_attention_fn",
     "check_scaled_embeddings",
     "check_score_variance",
+    "check_scoring_parameters_fn",
     "check_shape_predictions",
     "check_softmax",
     "check_top_k_fn",

@@ -12,6 +12,9 @@ journey sentence, the comparison of two attention results, and of two masks.
 
 from __future__ import annotations
 
+import math
+import operator
+
 import torch
 
 from .._validate import kind_of
@@ -28,6 +31,43 @@ _SHOW = 8  # at most this many numbers are written out in a message
 def fmt_number(value):
     """Format one number with 4 decimals (``nan``, ``inf`` and ``-inf`` as such)."""
     return f"{float(value):.4f}"
+
+
+def as_count(got, check, where, what="the count", *, keep_floats=False):
+    """The learner's count as an int, or an AssertionError that says why it is not
+    a whole number.
+
+    A one-number tensor counts as its number and a float with nothing after the
+    point as an int. With ``keep_floats`` any other finite float is returned as it
+    is, so that the caller can compare it and name the slip (``6.5`` from a
+    forgotten rounding); without, it is an error. ``what`` names the count in the
+    message.
+    """
+    if isinstance(got, torch.Tensor) and got.numel() == 1:
+        got = got.item()
+    if got is None:
+        raise AssertionError(
+            f"{check}: for {where}, your function returned None; did it compute "
+            f"{what} and forget to `return` it?"
+        )
+    if not isinstance(got, (bool, str)):
+        try:
+            return operator.index(got)  # ints, numpy integers
+        except TypeError:
+            pass
+        try:
+            value = float(got)
+        except (TypeError, ValueError):
+            value = None
+        if value is not None and math.isfinite(value):
+            if keep_floats:
+                return value
+            if value.is_integer():
+                return int(value)
+    raise AssertionError(
+        f"{check}: for {where}, your function returned {got!r} ({kind_of(got)}); "
+        f"return {what}, a whole number (an int)."
+    )
 
 
 def fmt_values(tensor):

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import functools
 import itertools
-import operator
 
 import torch
 
 from ..gpt import GPT, GPTConfig
 from ..training import count_parameters
 from ._common import (
+    as_count,
     expect_pair,
     expect_shape,
     expect_tensor,
@@ -206,28 +206,6 @@ def _count_slips(V, T, D, L):
     return slips
 
 
-def _as_count(got, check, where):
-    """The learner's count as an int, or an AssertionError that says why not."""
-    if isinstance(got, torch.Tensor) and got.numel() == 1:
-        got = got.item()
-    if isinstance(got, float) and got.is_integer():
-        got = int(got)
-    if got is None:
-        raise AssertionError(
-            f"{check}: for {where} your function returned None; did it compute the "
-            "count and forget to `return` it?"
-        )
-    try:
-        if isinstance(got, bool):
-            raise TypeError
-        return operator.index(got)  # numpy integers are fine
-    except TypeError:
-        raise AssertionError(
-            f"{check}: for {where} your function returned {got!r}; return a whole "
-            "number (an int)."
-        ) from None
-
-
 @exercise_check("gpt_parameters")
 def check_gpt_parameters_fn(gpt_parameters):
     """Check a formula for the number of parameters of a GPT.
@@ -283,7 +261,7 @@ def check_gpt_parameters_fn(gpt_parameters):
 
     def verify(case, got):
         expected = case.data
-        got = _as_count(got, check, case.description)
+        got = as_count(got, check, case.description, "the number of parameters")
         if got == expected:
             return
         off = got - expected

@@ -336,6 +336,46 @@ def band_mask(T, window):
     return (i - j).abs() < window
 
 
+# --- Chapter 10 ---------------------------------------------------------------------
+
+
+def path_length(kind, distance, kernel_size=None):
+    if distance == 0:
+        return 0
+    if kind == "rnn":
+        return distance  # one recurrent step per position
+    if kind == "cnn":
+        return math.ceil(distance / (kernel_size - 1))  # kernel_size - 1 per layer
+    return 1  # attention: every query reads every key
+
+
+def path_length_by_kernel(kind, distance, kernel_size=None):
+    if kind == "cnn":
+        return math.ceil(distance / kernel_size)  # the overlap of one forgotten
+    return path_length(kind, distance, kernel_size)
+
+
+def additive_scores(query, keys, W_query, W_key, v):
+    hidden = torch.tanh((query @ W_query)[:, None, :] + keys @ W_key)  # (B, T_s, d_a)
+    return hidden @ v  # (B, T_s)
+
+
+def additive_without_tanh(query, keys, W_query, W_key, v):
+    return ((query @ W_query)[:, None, :] + keys @ W_key) @ v
+
+
+def scoring_parameters(d_q, d_k, d_a):
+    return {
+        "additive": d_a * (d_q + d_k + 1),  # W_query, W_key and v
+        "general": d_q * d_k,  # the W of q^T W k
+        "dot": 0 if d_q == d_k else None,
+    }
+
+
+def scoring_parameters_without_v(d_q, d_k, d_a):
+    return dict(scoring_parameters(d_q, d_k, d_a), additive=d_a * (d_q + d_k))
+
+
 class Example(NamedTuple):
     """A check, run once with a right answer and once with a wrong one."""
 
@@ -553,5 +593,20 @@ EXAMPLES = [
         "check_window_mask_fn",
         lambda: checks.check_window_mask_fn(draws(window_mask)),
         lambda: checks.check_window_mask_fn(draws(band_mask)),
+    ),
+    Example(
+        "check_path_length_fn",
+        lambda: checks.check_path_length_fn(draws(path_length)),
+        lambda: checks.check_path_length_fn(draws(path_length_by_kernel)),
+    ),
+    Example(
+        "check_additive_scores_fn",
+        lambda: checks.check_additive_scores_fn(draws(additive_scores)),
+        lambda: checks.check_additive_scores_fn(draws(additive_without_tanh)),
+    ),
+    Example(
+        "check_scoring_parameters_fn",
+        lambda: checks.check_scoring_parameters_fn(draws(scoring_parameters)),
+        lambda: checks.check_scoring_parameters_fn(draws(scoring_parameters_without_v)),
     ),
 ]

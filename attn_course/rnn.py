@@ -1,0 +1,458 @@
+"""Recurrent encoder-decoders, with and without additive attention (Chapter 10).
+
+Before the transformer, translation models were recurrent: an **encoder** GRU reads
+the source one word at a time and a **decoder** GRU writes the target one word at a
+time. This module holds the two models that Chapter 10 trains on Chapter 6's toy
+translation task:
+
+- :class:`GRUSeq2Seq` with ``attention=False``: the decoder starts from the
+  encoder's last hidden state and sees nothing else of the source, so the whole
+  sentence has to pass through one vector of ``d_model`` numbers;
+- :class:`GRUSeq2Seq` with ``attention=True``: before every step the decoder's
+  hidden state queries all of the encoder's states with :class:`AdditiveAttention`
+  (Bahdanau's scoring) and reads a weighted sum of them, a fresh context vector for
+  every target word.
+
+Both models have ``encode``, ``decode`` and ``forward`` with the signatures of
+:class:`attn_course.seq2seq.Seq2SeqTransformer` and a ``config`` with ``pad_id``
+and ``context_length``, so Chapter 6's ``train``, ``greedy_decode`` and
+``exact_match`` train and score them unchanged. :func:`exact_match_by_length` splits
+the exact-match accuracy by source length.
+
+Shapes
+------
+Letters: see attn_course.shapes.
+src : (B, T_s)
+tgt_in : (B, T_t)
+memory : (B, T_s, D)
+logits : (B, T_t, V)
+
+Introduced in Chapter 10.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from ._validate import kind_of, require_bool_mask, require_int, require_tensor
+from .seq2seq import _check_ids, exact_match
+from .translation import Batch
+
+__all__ = [
+    "AdditiveAttention",
+    "GRUSeq2Seq",
+    "GRUSeq2SeqConfig",
+    "exact_match_by_length",
+]
+
+
+class AdditiveAttention(nn.Module):
+    """Additive (Bahdanau) attention of one query vector over a sequence of keys.
+
+    ``score_j = v . tanh(W_query q + W_key k_j)``: a small feed-forward network with
+    one hidden layer of ``hidden_dim`` units scores each key against the query. The
+    scores of padding keys become ``-inf``, a softmax turns the scores into weights,
+    and the context is the weighted sum of the keys (which serve as the values too).
+    A row whose keys are all padding gets zero weights and a zero context.
+    Introduced in Chapter 10.
+
+    Parameters
+    ----------
+    query_dim : int
+        Width of the query (the decoder's hidden state).
+    key_dim : int
+        Width of each key (the encoder's hidden states).
+    hidden_dim : int
+        Width of the scoring network's hidden layer. The module has
+        ``hidden_dim * (query_dim + key_dim + 1)`` parameters.
+
+    Attributes
+    ----------
+    W_query : nn.Linear
+        ``query_dim -> hidden_dim``, no bias.
+    W_key : nn.Linear
+        ``key_dim -> hidden_dim``, no bias.
+    v : nn.Linear
+        ``hidden_dim -> 1``, no bias: one score per key.
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    query : (B, d_in)
+    keys : (B, T_k, d_memory)
+    key_padding_mask : (B, T_k)
+    weights : (B, T_k)
+    context : (B, d_memory)
+
+    Raises
+    ------
+    TypeError
+        If a size is not an int; when called, if an input is not a tensor or the
+        mask is not bool.
+    ValueError
+        If a size is below 1; when called, if the shapes do not fit together.
+
+    Examples
+    --------
+    >>> attention = AdditiveAttention(query_dim=6, key_dim=4, hidden_dim=5)
+    >>> sum(p.numel() for p in attention.parameters())  # 5 * (6 + 4 + 1)
+    55
+    >>> query = torch.randn(2, 6)  # (B, d_in)
+    >>> keys = torch.randn(2, 3, 4)  # (B, T_k, d_memory)
+    >>> mask = torch.tensor([[True, True, True], [True, False, False]])  # (B, T_k)
+    >>> context, weights = attention(query, keys, mask, return_weights=True)
+    >>> context.shape, weights.shape
+    (torch.Size([2, 4]), torch.Size([2, 3]))
+    >>> weights[1].tolist()  # the second sentence has one real key
+    [1.0, 0.0, 0.0]
+    """
+
+    def __init__(self, query_dim, key_dim, hidden_dim):
+        super().__init__()
+        self.query_dim = require_int(query_dim, "query_dim")
+        self.key_dim = require_int(key_dim, "key_dim")
+        self.hidden_dim = require_int(hidden_dim, "hidden_dim")
+        self.W_query = nn.Linear(query_dim, hidden_dim, bias=False)
+        self.W_key = nn.Linear(key_dim, hidden_dim, bias=False)
+        self.v = nn.Linear(hidden_dim, 1, bias=False)
+
+    def _check(self, query, keys, key_padding_mask):
+        require_tensor(query, "query")
+        require_tensor(keys, "keys")
+        if query.dim() != 2 or query.shape[-1] != self.query_dim:
+            raise ValueError(
+                f"expected query of shape (B, {self.query_dim}), got "
+                f"{tuple(query.shape)}; one query vector per sentence"
+            )
+        if keys.dim() != 3 or keys.shape[-1] != self.key_dim:
+            raise ValueError(
+                f"expected keys of shape (B, T_k, {self.key_dim}), got "
+                f"{tuple(keys.shape)}"
+            )
+        if keys.shape[0] != query.shape[0]:
+            raise ValueError(
+                f"query has B={query.shape[0]} rows but keys B={keys.shape[0]}; "
+                "give one query per sequence of keys"
+            )
+        if key_padding_mask is not None:
+            require_bool_mask(
+                key_padding_mask, "key_padding_mask", meaning="True = real token"
+            )
+            if tuple(key_padding_mask.shape) != tuple(keys.shape[:2]):
+                raise ValueError(
+                    f"expected key_padding_mask of shape {tuple(keys.shape[:2])} "
+                    f"(B, T_k), got {tuple(key_padding_mask.shape)}"
+                )
+
+    def forward(self, query, keys, key_padding_mask=None, *, return_weights=False):
+        """The context vector, and the weights if ``return_weights``; see the class
+        docstring for shapes."""
+        self._check(query, keys, key_padding_mask)
+        hidden = torch.tanh(
+            self.W_query(query)[:, None, :]  # (B, d_in) -> (B, 1, hidden_dim)
+            + self.W_key(keys)  # (B, T_k, d_memory) -> (B, T_k, hidden_dim)
+        )  # (B, T_k, hidden_dim)
+        scores = self.v(hidden).squeeze(-1)  # (B, T_k, 1) -> (B, T_k)
+        if key_padding_mask is not None:
+            scores = scores.masked_fill(~key_padding_mask, float("-inf"))
+            # A row with no real key: softmax of zeros, then zeroed by the mask.
+            empty = ~key_padding_mask.any(dim=-1, keepdim=True)  # (B, 1)
+            scores = scores.masked_fill(empty, 0.0)
+        weights = torch.softmax(scores, dim=-1)  # (B, T_k), rows sum to 1
+        if key_padding_mask is not None:
+            weights = weights * key_padding_mask  # zero only for empty rows
+        context = (weights[:, :, None] * keys).sum(dim=1)  # (B, T_k, d) -> (B, d)
+        if return_weights:
+            return context, weights
+        return context
+
+
+@dataclass(frozen=True)
+class GRUSeq2SeqConfig:
+    """Sizes and settings of a :class:`GRUSeq2Seq`. Introduced in Chapter 10.
+
+    Parameters
+    ----------
+    src_vocab_size, tgt_vocab_size : int
+        Number of source and target tokens, special tokens included.
+    d_model : int, default 64
+        Width of the embeddings and of every hidden state.
+    attention : bool, default False
+        Whether the decoder attends to the encoder's states.
+    context_length : int, default 16
+        The longest source or target sequence the model accepts.
+    pad_id : int, default 0
+        Id of ``<pad>`` in both vocabularies.
+    """
+
+    src_vocab_size: int
+    tgt_vocab_size: int
+    d_model: int = 64
+    attention: bool = False
+    context_length: int = 16
+    pad_id: int = 0
+
+
+class GRUSeq2Seq(nn.Module):
+    """A GRU encoder-decoder for translation, with or without additive attention.
+
+    The encoder GRU reads the embedded source; padding is skipped (the sequences
+    are packed), so a padded sentence gets the same states as the sentence alone,
+    and zeros at its padding. The decoder GRU starts from the encoder's last
+    hidden state (the state after the last real word). Without attention, that
+    vector is all the decoder ever sees of the source, and each logit comes from
+    the decoder's state. With attention, each step first computes a context vector
+    with :class:`AdditiveAttention`, the previous decoder state as the query and
+    the encoder's states as keys, feeds ``[embedding; context]`` to a GRU cell, and
+    computes the logits from ``[new state; context]``. Introduced in Chapter 10.
+
+    Parameters
+    ----------
+    src_vocab_size, tgt_vocab_size : int
+        Number of source and target tokens, special tokens included.
+    d_model : int, default 64
+        Width of the embeddings, of the hidden states and of the attention's
+        scoring network.
+    attention : bool, default False
+    context_length : int, default 16
+        Longest sequence accepted (``greedy_decode`` writes at most
+        ``context_length - 1`` words by default).
+    pad_id : int, default 0
+
+    Attributes
+    ----------
+    config : GRUSeq2SeqConfig
+    src_embed, tgt_embed : nn.Embedding
+    encoder : nn.GRU
+    decoder : nn.GRU or nn.GRUCell
+        A GRU over the whole target without attention; a cell run step by step with.
+    attention : AdditiveAttention or None
+    lm_head : nn.Linear
+        ``D -> V`` without attention, ``2 D -> V`` with.
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    src : (B, T_s)
+    tgt_in : (B, T_t)
+    logits : (B, T_t, V)
+    weights : (B, T_t, T_s)
+
+    Raises
+    ------
+    TypeError
+        If a size is not an int or ``attention`` not a bool; when called, if the
+        ids are not a LongTensor.
+    ValueError
+        If a size is below 1; when called, if the ids are not 2-D, longer than
+        ``context_length``, or a source has no real token.
+
+    Examples
+    --------
+    >>> model = GRUSeq2Seq(10, 12, d_model=8, attention=True)
+    >>> src = torch.tensor([[3, 4, 5, 0], [6, 7, 8, 9]])  # (B=2, T_s=4), 0 = <pad>
+    >>> tgt_in = torch.tensor([[1, 3, 4], [1, 5, 0]])  # (B=2, T_t=3), 1 = <bos>
+    >>> logits, weights = model(src, tgt_in, return_weights=True)
+    >>> logits.shape, weights.shape
+    (torch.Size([2, 3, 12]), torch.Size([2, 3, 4]))
+    >>> float(weights[0, :, 3].sum().detach())  # no weight on <pad>
+    0.0
+    """
+
+    def __init__(
+        self,
+        src_vocab_size,
+        tgt_vocab_size,
+        *,
+        d_model=64,
+        attention=False,
+        context_length=16,
+        pad_id=0,
+    ):
+        super().__init__()
+        for name, value in (
+            ("src_vocab_size", src_vocab_size),
+            ("tgt_vocab_size", tgt_vocab_size),
+            ("d_model", d_model),
+            ("context_length", context_length),
+        ):
+            require_int(value, name)
+        require_int(pad_id, "pad_id", minimum=0, hint="use the id of <pad>, e.g. 0")
+        if pad_id >= min(src_vocab_size, tgt_vocab_size):
+            raise ValueError(
+                f"pad_id={pad_id} is not an id of a vocabulary of "
+                f"{min(src_vocab_size, tgt_vocab_size)} tokens; use the id of <pad>"
+            )
+        if not isinstance(attention, bool):
+            raise TypeError(
+                f"attention must be a bool, got {kind_of(attention)} {attention!r}; "
+                "e.g. attention=True"
+            )
+        self.config = c = GRUSeq2SeqConfig(
+            src_vocab_size, tgt_vocab_size, d_model, attention, context_length, pad_id
+        )
+        D = d_model
+        self.src_embed = nn.Embedding(src_vocab_size, D, padding_idx=pad_id)
+        self.tgt_embed = nn.Embedding(tgt_vocab_size, D, padding_idx=pad_id)
+        self.encoder = nn.GRU(D, D, batch_first=True)
+        if c.attention:
+            self.attention = AdditiveAttention(D, D, D)
+            self.decoder = nn.GRUCell(2 * D, D)  # input: [embedding; context]
+            self.lm_head = nn.Linear(2 * D, tgt_vocab_size)  # [state; context]
+        else:
+            self.attention = None
+            self.decoder = nn.GRU(D, D, batch_first=True)
+            self.lm_head = nn.Linear(D, tgt_vocab_size)
+
+    def _ids(self, ids, name):
+        _check_ids(ids, name, self.config.context_length, "build the model with")
+        return ids
+
+    def encode(self, src):
+        """Run the encoder GRU over the source ids, skipping padding.
+
+        Returns
+        -------
+        memory : torch.Tensor
+            The encoder's hidden state after each source word; zeros at padding.
+
+        Shapes
+        ------
+        Letters: see attn_course.shapes.
+        src : (B, T_s)
+        memory : (B, T_s, D)
+        """
+        src = self._ids(src, "src")
+        lengths = (src != self.config.pad_id).sum(dim=1)  # (B,)
+        if (lengths == 0).any():
+            raise ValueError(
+                f"source row {int((lengths == 0).nonzero()[0])} has no real token; "
+                "every sentence needs at least one word"
+            )
+        packed = pack_padded_sequence(
+            self.src_embed(src), lengths.cpu(), batch_first=True, enforce_sorted=False
+        )  # the GRU sees each sentence's real words only
+        states, _ = self.encoder(packed)
+        memory, _ = pad_packed_sequence(
+            states, batch_first=True, total_length=src.shape[1]
+        )  # (B, T_s, D), zeros after each sentence's last word
+        return memory
+
+    def decode(self, tgt_in, memory, src_mask, *, return_weights=False):
+        """Logits for every target position, given the encoder's states.
+
+        The first decoder state is ``memory`` at each sentence's last real word.
+
+        Returns
+        -------
+        logits : torch.Tensor
+        weights : torch.Tensor
+            Only if ``return_weights=True`` (and the model has attention): row ``i``
+            is the attention over the source before writing target word ``i + 1``.
+
+        Shapes
+        ------
+        Letters: see attn_course.shapes.
+        tgt_in : (B, T_t)
+        memory : (B, T_s, D)
+        src_mask : (B, T_s)
+        logits : (B, T_t, V)
+        weights : (B, T_t, T_s)
+        """
+        tgt_in = self._ids(tgt_in, "tgt_in")
+        require_bool_mask(src_mask, "src_mask", meaning="True = real token")
+        last = src_mask.sum(dim=1) - 1  # (B,): index of each last real word
+        rows = torch.arange(memory.shape[0], device=memory.device)
+        state = memory[rows, last]  # (B, D): the encoder's final state
+        embedded = self.tgt_embed(tgt_in)  # (B, T_t, D)
+        if self.attention is None:
+            if return_weights:
+                raise ValueError(
+                    "this model has no attention weights to return; build it with "
+                    "attention=True"
+                )
+            states, _ = self.decoder(embedded, state[None])  # (B, T_t, D)
+            return self.lm_head(states)  # (B, T_t, V)
+        outputs, all_weights = [], []
+        for t in range(tgt_in.shape[1]):  # one target word after the other
+            context, weights = self.attention(
+                state, memory, src_mask, return_weights=True
+            )  # (B, D), (B, T_s): the previous state queries the source
+            state = self.decoder(
+                torch.cat([embedded[:, t], context], dim=-1), state
+            )  # (B, 2 D), (B, D) -> (B, D)
+            outputs.append(torch.cat([state, context], dim=-1))  # (B, 2 D)
+            all_weights.append(weights)
+        logits = self.lm_head(
+            torch.stack(outputs, dim=1)
+        )  # (B, T_t, 2 D) -> (B, T_t, V)
+        if return_weights:
+            return logits, torch.stack(all_weights, dim=1)  # (B, T_t, T_s)
+        return logits
+
+    def forward(self, src, tgt_in, *, return_weights=False):
+        """Logits, and the attention weights if asked; see the class docstring."""
+        memory = self.encode(src)  # (B, T_s) -> (B, T_s, D)
+        return self.decode(
+            tgt_in, memory, src != self.config.pad_id, return_weights=return_weights
+        )
+
+
+def exact_match_by_length(model, data, *, batch_size=1000):
+    """Exact-match accuracy of greedy translations, for each source length.
+
+    Groups the sentences of ``data`` by the number of real source tokens and calls
+    :func:`attn_course.seq2seq.exact_match` on each group. Introduced in Chapter 10.
+
+    Parameters
+    ----------
+    model : GRUSeq2Seq or attn_course.seq2seq.Seq2SeqTransformer
+    data : attn_course.translation.Batch
+    batch_size : int, default 1000
+
+    Returns
+    -------
+    dict
+        ``{length: (accuracy, number of sentences)}``, lengths in increasing order.
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    data.src : (N, T_s)
+
+    Raises
+    ------
+    TypeError
+        If ``data`` is not a :class:`attn_course.translation.Batch`.
+
+    Examples
+    --------
+    >>> from attn_course import translation
+    >>> pairs = translation.make_splits(20, 1, 1, seed=0).train
+    >>> src_vocab, tgt_vocab = translation.source_vocab(), translation.target_vocab()
+    >>> data = translation.make_batch(pairs, src_vocab, tgt_vocab)
+    >>> model = GRUSeq2Seq(len(src_vocab), len(tgt_vocab), d_model=8)
+    >>> table = exact_match_by_length(model, data)  # an untrained model: 0 everywhere
+    >>> sum(count for _, count in table.values()), min(table) >= 5
+    (20, True)
+    """
+    if not isinstance(data, Batch):
+        raise TypeError(
+            f"data must be a translation.Batch, got {kind_of(data)}; e.g. "
+            "translation.make_batch(pairs, src_vocab, tgt_vocab)"
+        )
+    require_int(batch_size, "batch_size")
+    lengths = (data.src != model.config.pad_id).sum(dim=1)  # (N,)
+    table = {}
+    for length in sorted(set(lengths.tolist())):
+        rows = lengths == length
+        group = Batch(data.src[rows], data.tgt_in[rows], data.tgt_out[rows])
+        table[length] = (
+            exact_match(model, group, batch_size=batch_size),
+            int(rows.sum()),
+        )
+    return table

@@ -1,0 +1,212 @@
+"""Tests for attn_course.rnn (Chapter 10): additive attention, the GRU
+encoder-decoder with and without it, and accuracy by source length."""
+
+import pytest
+import torch
+
+from attn_course import seq2seq, translation
+from attn_course.rnn import AdditiveAttention, GRUSeq2Seq, exact_match_by_length
+
+
+def test_additive_attention_has_the_stated_parameters_and_shapes():
+    attention = AdditiveAttention(query_dim=7, key_dim=5, hidden_dim=3)
+    assert sum(p.numel() for p in attention.parameters()) == 3 * (7 + 5 + 1)
+    assert [name for name, _ in attention.named_parameters()] == [
+        "W_query.weight",
+        "W_key.weight",
+        "v.weight",
+    ]
+    context, weights = attention(
+        torch.randn(4, 7), torch.randn(4, 6, 5), return_weights=True
+    )
+    assert context.shape == (4, 5) and weights.shape == (4, 6)
+    torch.testing.assert_close(weights.sum(dim=-1), torch.ones(4))
+
+
+def test_additive_attention_computes_v_tanh_of_the_sum():
+    torch.manual_seed(0)
+    attention = AdditiveAttention(4, 3, 6)
+    query, keys = torch.randn(2, 4), torch.randn(2, 5, 3)
+    scores = torch.stack(
+        [
+            torch.stack(
+                [
+                    attention.v.weight[0]
+                    @ torch.tanh(
+                        attention.W_query.weight @ query[b]
+                        + attention.W_key.weight @ keys[b, j]
+                    )
+                    for j in range(5)
+                ]
+            )
+            for b in range(2)
+        ]
+    )
+    weights = torch.softmax(scores, dim=-1)
+    context, got = attention(query, keys, return_weights=True)
+    torch.testing.assert_close(got, weights)
+    torch.testing.assert_close(context, torch.einsum("bj,bjd->bd", weights, keys))
+
+
+def test_padding_never_gets_weight_and_does_not_change_the_context():
+    torch.manual_seed(1)
+    attention = AdditiveAttention(4, 3, 5)
+    query, keys = torch.randn(2, 4), torch.randn(2, 6, 3)
+    mask = torch.tensor([[True] * 6, [True, True, False, False, False, False]])
+    context, weights = attention(query, keys, mask, return_weights=True)
+    assert (weights[~mask] == 0).all()
+    alone = attention(query[1:], keys[1:, :2])  # the second row without padding
+    torch.testing.assert_close(context[1:], alone)
+    # A row with no real key gets zeros, not NaN, and so do its gradients.
+    query.requires_grad_(True)
+    empty = torch.zeros(2, 6, dtype=torch.bool)
+    context, weights = attention(query, keys, empty, return_weights=True)
+    assert (weights == 0).all() and (context == 0).all()
+    context.sum().backward()
+    assert torch.isfinite(query.grad).all()
+
+
+@pytest.mark.parametrize(
+    "call, error, words",
+    [
+        (lambda a: a(torch.randn(2, 5), torch.randn(2, 3, 3)), ValueError, "(B, 4)"),
+        (
+            lambda a: a(torch.randn(2, 4), torch.randn(2, 3, 2)),
+            ValueError,
+            "(B, T_k, 3)",
+        ),
+        (lambda a: a(torch.randn(3, 4), torch.randn(2, 3, 3)), ValueError, "B=3"),
+        (lambda a: a([1.0] * 4, torch.randn(2, 3, 3)), TypeError, "torch.Tensor"),
+        (
+            lambda a: a(torch.randn(2, 4), torch.randn(2, 3, 3), torch.ones(2, 3)),
+            TypeError,
+            "bool",
+        ),
+        (
+            lambda a: a(
+                torch.randn(2, 4),
+                torch.randn(2, 3, 3),
+                torch.ones(2, 4, dtype=torch.bool),
+            ),
+            ValueError,
+            "(2, 3)",
+        ),
+    ],
+)
+def test_additive_attention_tells_bad_input_clearly(call, error, words):
+    with pytest.raises(error, match=words.replace("(", r"\(").replace(")", r"\)")):
+        call(AdditiveAttention(4, 3, 5))
+
+
+def test_additive_attention_rejects_bad_sizes():
+    with pytest.raises(TypeError, match="hidden_dim must be an int"):
+        AdditiveAttention(4, 3, 2.0)
+    with pytest.raises(ValueError, match="key_dim must be at least 1"):
+        AdditiveAttention(4, 0, 2)
+
+
+@pytest.fixture(scope="module")
+def vocabs():
+    return translation.source_vocab(), translation.target_vocab()
+
+
+@pytest.mark.parametrize("attention", [False, True])
+def test_the_encoder_ignores_padding(vocabs, attention):
+    src_vocab, tgt_vocab = vocabs
+    torch.manual_seed(0)
+    model = GRUSeq2Seq(len(src_vocab), len(tgt_vocab), d_model=8, attention=attention)
+    src = torch.tensor([[5, 6, 7, 8, 9], [5, 6, 7, 0, 0]])  # (B, T_s), 0 = <pad>
+    memory = model.encode(src)  # (B, T_s, D)
+    alone = model.encode(src[1:, :3])  # the short sentence without padding
+    torch.testing.assert_close(memory[1, :3], alone[0])
+    assert (memory[1, 3:] == 0).all()
+    tgt_in = torch.tensor([[1, 5, 6], [1, 7, 0]])
+    logits = model(src, tgt_in)
+    assert logits.shape == (2, 3, len(tgt_vocab))
+    torch.testing.assert_close(logits[1:, :2], model(src[1:, :3], tgt_in[1:, :2]))
+
+
+def test_attention_weights_cover_the_real_source_only(vocabs):
+    src_vocab, tgt_vocab = vocabs
+    model = GRUSeq2Seq(len(src_vocab), len(tgt_vocab), d_model=8, attention=True)
+    src = torch.tensor([[5, 6, 7, 8], [5, 6, 0, 0]])
+    _, weights = model(src, torch.tensor([[1, 5, 6], [1, 7, 8]]), return_weights=True)
+    assert weights.shape == (2, 3, 4)
+    assert (weights[1, :, 2:] == 0).all()
+    torch.testing.assert_close(weights.sum(dim=-1), torch.ones(2, 3))
+
+
+def test_the_parameter_counts_follow_the_sizes(vocabs):
+    src_vocab, tgt_vocab = vocabs
+    S, V, D = len(src_vocab), len(tgt_vocab), 8
+    gru = 3 * (D * D + D * D + 2 * D)  # three gates: W_i, W_h and two biases
+    plain = GRUSeq2Seq(S, V, d_model=D)
+    assert seq2seq.count_parameters(plain) == (S + V) * D + 2 * gru + D * V + V
+    with_attention = GRUSeq2Seq(S, V, d_model=D, attention=True)
+    cell = 3 * (2 * D * D + D * D + 2 * D)  # its input is [word; context]
+    expected = (S + V) * D + gru + cell + D * (D + D + 1) + 2 * D * V + V
+    assert seq2seq.count_parameters(with_attention) == expected
+
+
+def test_the_model_tells_bad_input_clearly(vocabs):
+    src_vocab, tgt_vocab = vocabs
+    model = GRUSeq2Seq(len(src_vocab), len(tgt_vocab), d_model=8, context_length=6)
+    with pytest.raises(TypeError, match="LongTensor"):
+        model(torch.ones(2, 3), torch.ones(2, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match="context_length=6"):
+        model(torch.ones(1, 7, dtype=torch.long), torch.ones(1, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match="no real token"):
+        model(torch.tensor([[5, 6], [0, 0]]), torch.ones(2, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match="attention=True"):
+        model(torch.tensor([[5, 6]]), torch.tensor([[1, 5]]), return_weights=True)
+    with pytest.raises(TypeError, match="attention must be a bool"):
+        GRUSeq2Seq(10, 10, attention="yes")
+    with pytest.raises(ValueError, match="pad_id=12"):
+        GRUSeq2Seq(10, 12, pad_id=12)
+
+
+@pytest.mark.parametrize("attention", [False, True])
+def test_chapter_6_training_lowers_the_loss_and_decoding_works(vocabs, attention):
+    src_vocab, tgt_vocab = vocabs
+    pairs = translation.make_splits(256, 1, 1, seed=0).train
+    data = translation.make_batch(pairs, src_vocab, tgt_vocab)
+    torch.manual_seed(0)
+    model = GRUSeq2Seq(len(src_vocab), len(tgt_vocab), d_model=16, attention=attention)
+    before = seq2seq.sequence_loss(model, data)
+    seq2seq.train(
+        model, data, epochs=5, batch_size=32, lr=1e-2, warmup_steps=5, log=None
+    )
+    assert seq2seq.sequence_loss(model, data) < 0.8 * before
+    out = seq2seq.greedy_decode(model, data.src[:4], max_len=5)
+    assert out.shape[0] == 4 and out.shape[1] <= 5
+
+
+def test_exact_match_by_length_splits_exact_match(vocabs):
+    src_vocab, tgt_vocab = vocabs
+    pairs = translation.make_splits(60, 1, 1, seed=3).train
+    data = translation.make_batch(pairs, src_vocab, tgt_vocab)
+
+    lengths = (data.src != 0).sum(dim=1)  # (N,)
+    references = {n: data.tgt_out[lengths == n] for n in set(lengths.tolist())}
+
+    class Copy(GRUSeq2Seq):
+        """Writes the reference itself on sentences of 6 words or fewer, and
+        <eos> at once (wrong) on longer ones."""
+
+        def decode(self, tgt_in, memory, src_mask, *, return_weights=False):
+            B, T = tgt_in.shape
+            length = int(src_mask.sum(dim=1)[0])  # one length per group
+            logits = torch.zeros(B, T, len(tgt_vocab))
+            for b in range(B):
+                right = references[length][b, T - 1]
+                logits[b, -1, right if length <= 6 else tgt_vocab.eos_id] = 1.0
+            return logits
+
+    model = Copy(len(src_vocab), len(tgt_vocab), d_model=4)
+    table = exact_match_by_length(model, data)
+    assert sum(count for _, count in table.values()) == 60
+    for length, (accuracy, count) in table.items():
+        assert count == int((lengths == length).sum())
+        assert accuracy == (1.0 if length <= 6 else 0.0)
+    with pytest.raises(TypeError, match="translation.Batch"):
+        exact_match_by_length(model, [data.src])
