@@ -146,11 +146,18 @@ class _Canvas:
             )
         return (x - width / 2, y - height / 2, x + width / 2, y + height / 2)
 
-    def arrow(self, start, end, label=None, *, side="right"):
-        """An arrow from point ``start`` to point ``end``, with an optional label."""
+    def arrow(self, start, end, label=None, *, side="right", dashed=False):
+        """An arrow from point ``start`` to point ``end``, with an optional label;
+        ``dashed`` draws it dashed."""
         self.ax.add_patch(
             FancyArrowPatch(
-                start, end, arrowstyle="-|>", mutation_scale=14, color="#333333", lw=1.3
+                start,
+                end,
+                arrowstyle="-|>",
+                mutation_scale=14,
+                color="#333333",
+                lw=1.3,
+                linestyle="--" if dashed else "-",
             )
         )
         if label:
@@ -1316,8 +1323,10 @@ def rnn_encoder_decoder(source, target, d_model, vocab_size, *, attention=False)
     def shape(letters, sizes):  # two lines: the boxes are narrow
         return _shape(letters, sizes).replace(" = ", "\n= ")
 
-    canvas = _Canvas(WIDTH, 7.3)
-    enc_x, dec_x, w = 1.12, 3.48, 2.15
+    # With attention, the columns stand further apart: the arrows between them
+    # (initial state, query, context) carry labels.
+    canvas = _Canvas(6.3 if attention else WIDTH, 7.3)
+    enc_x, dec_x, w = 1.12, 5.13 if attention else 3.48, 2.15
     canvas.text(enc_x, 7.1, "encoder", ha="center", va="center", weight="bold")
     canvas.text(dec_x, 7.1, "decoder", ha="center", va="center", weight="bold")
     src = canvas.box(
@@ -1368,7 +1377,7 @@ def rnn_encoder_decoder(source, target, d_model, vocab_size, *, attention=False)
         decoder = canvas.box(
             dec_x,
             2.55,
-            f"GRU: {T} steps,\nstarts from it",
+            f"GRU: {T} steps,\nstarts from the\nlast state",
             kind="operation",
             width=w,
             height=0.8,
@@ -1382,7 +1391,7 @@ def rnn_encoder_decoder(source, target, d_model, vocab_size, *, attention=False)
         decoder = canvas.box(
             dec_x,
             4.0,
-            "GRU cell, step t:\n[word; context] in",
+            "GRU cell, step i:\n[word; context] in",
             kind="operation",
             width=w,
             height=1.0,
@@ -1399,15 +1408,23 @@ def rnn_encoder_decoder(source, target, d_model, vocab_size, *, attention=False)
             height=1.0,
         )
         _down(canvas, states, attend, "keys")
-        canvas.arrow((decoder[0] + 0.15, decoder[1]), (attend[2] - 0.15, attend[3]))
+        small = {"fontsize": FONT_SIZE - 1, "style": "italic", "va": "center"}
+        # The encoder's last state still starts the decoder.
+        canvas.arrow((gru[2], 5.15), (decoder[0], 4.35), dashed=True)
+        canvas.text(3.05, 5.0, "initial state", ha="center", rotation=-24, **small)
+        # Before step i: the previous state s_(i-1) queries the encoder states...
+        canvas.arrow((decoder[0], 3.95), (attend[2], 3.0))
         canvas.text(
-            decoder[0] + 0.2,
-            (decoder[1] + attend[3]) / 2,
-            "query: state",
-            fontsize=FONT_SIZE - 1,
-            style="italic",
-            va="center",
+            3.05,
+            3.72,
+            "query: previous state $s_{i-1}$",
+            ha="center",
+            rotation=27,
+            **small,
         )
+        # ... and the context they give back goes into the cell.
+        canvas.arrow((attend[2], 2.62), (decoder[0], 3.55))
+        canvas.text(3.3, 2.88, "context $c_i$", ha="center", rotation=27, **small)
         features = canvas.box(
             dec_x,
             2.55,
@@ -1416,9 +1433,17 @@ def rnn_encoder_decoder(source, target, d_model, vocab_size, *, attention=False)
             width=w,
             height=0.8,
         )
-        _down(canvas, decoder, features)
-        middle = (attend[1] + attend[3]) / 2
-        canvas.arrow((attend[2], middle), (features[0], middle))
+        _down(canvas, decoder, features, "new state $s_i$")
+        canvas.arrow((attend[2], 2.3), (features[0], 2.3))
+        canvas.text(
+            3.05,
+            2.18,
+            "context $c_i$",
+            ha="center",
+            va="top",
+            fontsize=FONT_SIZE - 1,
+            style="italic",
+        )
         note = f"D = {D}: a new\ncontext for every\ntarget word."
     logits = canvas.box(
         dec_x,

@@ -483,8 +483,9 @@ def print_timings(lines):
     if not all(isinstance(line, str) for line in lines):
         raise TypeError("print_timings takes lines of text, e.g. [f'{ms:.1f} ms']")
     if os.environ.get(STORING_OUTPUTS):
+        count = "1 line" if len(lines) == 1 else f"{len(lines)} lines"
         print(
-            f"({len(lines)} lines of timings on this machine: they are not stored "
+            f"({count} of timings on this machine: they are not stored "
             "with the course; run this cell to see yours)"
         )
     else:

@@ -88,7 +88,7 @@ TIMELINE = (
     Event(2021, 4, "rotary positions", "after", "su2021roformer"),
     Event(2021, 11, "S4 (state spaces)", "after", "gu2022efficiently"),
     Event(2022, 5, "FlashAttention", "after", "dao2022flashattention"),
-    Event(2023, 11, "the talk: why attention won", "after", "vaswani2023talk"),
+    Event(2023, 11, "Vaswani's CS25 talk", "after", "vaswani2023talk"),
     Event(2023, 12, "Mamba (selective state spaces)", "after", "gu2023mamba"),
 )
 """The dated events that Chapter 10's timeline draws, oldest first.

@@ -526,6 +526,8 @@ def test_timings_are_printed_unless_the_outputs_are_being_stored(monkeypatch, ca
     attn_course.efficient.print_timings(["T = 128: 1.5 ms", "T = 256: 5.0 ms"])
     stored = capsys.readouterr().out
     assert "ms" not in stored and "2 lines of timings" in stored
+    attn_course.efficient.print_timings(["T = 128: 1.5 ms"])
+    assert "(1 line of timings" in capsys.readouterr().out
     with pytest.raises(TypeError, match="lines of text"):
         attn_course.efficient.print_timings([1.5])
 

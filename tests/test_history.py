@@ -64,6 +64,10 @@ def test_the_rnn_diagram_reads_its_shapes_from_the_tensors(attention):
     assert "= (3, 5, 30)" in lines  # the logits
     if attention:
         assert "additive attention" in lines and "= (3, 32)" in lines
+        # the previous state queries, the context goes into the cell, and the
+        # encoder's last state still starts the decoder
+        assert "query: previous state $s_{i-1}$" in lines
+        assert "context $c_i$" in lines and "initial state" in lines
     else:
         assert "last state only" in lines and "= (3, 16)" in lines
     png, metadata = fig._repr_png_()
