@@ -8,8 +8,11 @@ The computations live in :mod:`attn_course.walkthrough`
 (:func:`~attn_course.walkthrough.query_attention` and
 :func:`~attn_course.walkthrough.masked_attention`); this module only draws them and
 reacts to the controls. It is the one module of the package that imports ipywidgets,
-and nothing in the package imports it but the package's face, ``attn_course``. On
-the static website, where widgets cannot run,
+and nothing in the package imports it but the package's face, ``attn_course``.
+ipywidgets is optional (``pip install "attn-course[explorers]"``, 7.6 or newer):
+without it the package imports as usual and only building an explorer raises an
+``ImportError`` that says what to install. On the static website, where widgets
+cannot run,
 :func:`attn_course.plot.temperature_panel` and a heatmap show the same ideas as
 pictures.
 
@@ -25,7 +28,10 @@ from __future__ import annotations
 import base64
 import math
 
-import ipywidgets as widgets
+try:
+    import ipywidgets as widgets
+except ImportError:  # optional: the extra "explorers" of the package
+    widgets = None
 
 from ._validate import require_index, require_positive, require_tokens
 from .plot import attention_heatmap, weight_bars
@@ -51,7 +57,21 @@ def _format_vector(vector):
     return "[" + ", ".join(f"{float(v):.4f}" for v in vector) + "]"
 
 
-class _ControlledView(widgets.VBox):
+NO_WIDGETS = (
+    "the interactive explorers need ipywidgets, which is not installed in this "
+    "Python: run `pip install ipywidgets` (or `pip install 'attn-course[explorers]'`; "
+    "in a notebook `%pip install ipywidgets`), then restart the kernel and run the "
+    "cells again"
+)
+
+
+def _require_widgets():
+    """Raise the ``ImportError`` :data:`NO_WIDGETS` where ipywidgets is missing."""
+    if widgets is None:
+        raise ImportError(NO_WIDGETS, name="ipywidgets")
+
+
+class _ControlledView(widgets.VBox if widgets is not None else object):
     """Controls in a row above an ``Output``; any change recomputes and redraws.
 
     A subclass builds its controls, then calls :meth:`_start` with them, and
@@ -163,6 +183,7 @@ class AttentionExplorer(_ControlledView):
     """
 
     def __init__(self, tokens, embeddings, *, query_index=1, temperature=1.0):
+        _require_widgets()
         x = as_embeddings(embeddings).detach().clone()  # our own copy
         if tokens is None:
             raise TypeError("tokens must be a sequence of str, one per embedding row")
@@ -229,6 +250,11 @@ def attention_explorer(tokens, embeddings, *, query_index=1, temperature=1.0):
         An ``ipywidgets.VBox``; display it by ending a cell with it. Its
         ``dropdown``, ``slider``, ``state`` and ``update()`` are described in
         :class:`AttentionExplorer`.
+
+    Raises
+    ------
+    ImportError
+        If ipywidgets is not installed; the message says how to install it.
 
     Examples
     --------
@@ -313,6 +339,7 @@ class MaskExplorer(_ControlledView):
     """
 
     def __init__(self, tokens, queries, keys, *, causal=True, convention="bool"):
+        _require_widgets()
         state = masked_attention(queries, keys, causal=causal, convention=convention)
         # Our own copies. (Not self.keys: ipywidgets uses that name for traits.)
         self.query_vectors = as_vectors(queries, "queries").clone()
@@ -372,6 +399,11 @@ def mask_explorer(tokens, queries, keys, *, causal=True, convention="bool"):
     -------
     MaskExplorer
         An ``ipywidgets.VBox``; display it by ending a cell with it.
+
+    Raises
+    ------
+    ImportError
+        If ipywidgets is not installed; the message says how to install it.
 
     Examples
     --------

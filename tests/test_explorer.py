@@ -182,3 +182,56 @@ def test_mask_explorer_validates_its_arguments(projected):
         mask_explorer(tokens[:5], q, k)
     with pytest.raises(ValueError, match="is not one of"):
         mask_explorer(tokens, q, k, convention="mha")
+
+
+# --- without ipywidgets (an optional extra) -------------------------------------------
+
+
+@pytest.fixture
+def explorer_without_widgets(monkeypatch):
+    """A fresh import of ``attn_course.explorer`` in a Python where ``import
+    ipywidgets`` fails; the original module comes back after the test."""
+    import importlib
+    import sys
+
+    import attn_course
+
+    monkeypatch.setattr(attn_course, "explorer", attn_course.explorer)
+    monkeypatch.setitem(sys.modules, "ipywidgets", None)  # import raises ImportError
+    monkeypatch.delitem(sys.modules, "attn_course.explorer")
+    return importlib.import_module("attn_course.explorer")
+
+
+def test_without_ipywidgets_the_module_imports_and_building_an_explorer_says_why(
+    explorer_without_widgets, raises_teaching
+):
+    module = explorer_without_widgets
+    assert module.widgets is None
+    tokens, x = hello_shiny_sun()
+    fragments = ["need ipywidgets", "pip install ipywidgets", "attn-course[explorers]"]
+    raises_teaching(
+        lambda: module.attention_explorer(tokens, x), ImportError, fragments
+    )
+    raises_teaching(lambda: module.mask_explorer(tokens, x, x), ImportError, fragments)
+    with pytest.raises(ImportError) as info:
+        module.AttentionExplorer(tokens, x)
+    assert info.value.name == "ipywidgets"
+
+
+def test_the_package_imports_without_ipywidgets():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['ipywidgets'] = None\n"
+        "import attn_course\n"
+        "from attn_course.data import hello_shiny_sun\n"
+        "try:\n"
+        "    attn_course.explorer.attention_explorer(*hello_shiny_sun())\n"
+        "except ImportError as error:\n"
+        "    print(error)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert "pip install ipywidgets" in result.stdout, result.stdout + result.stderr

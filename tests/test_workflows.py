@@ -160,3 +160,33 @@ def test_the_site_names_its_repository_once_and_ships_a_nojekyll():
     assert config["html"]["use_repository_button"] is True
     assert config["html"]["use_issues_button"] is True
     assert "sphinx.ext.githubpages" in config["sphinx"]["config"]["extensions"]
+
+
+def test_a_push_to_main_pushes_the_portable_notebooks_to_the_colab_branch():
+    """The Colab button opens chapters/X.ipynb on the branch colab_branch of
+    _config.yml (tools/sphinx_plain.py); only a push to main fills that branch, with
+    the portable copies the build wrote, from a job that may write nothing else."""
+    jobs = load(WORKFLOW)["jobs"]
+    test, notebooks = jobs["test"], jobs["notebooks"]
+    name = next(s for s in test["steps"] if s.get("id") == "portable")
+    assert name["if"] == ON_MAIN
+    assert ".venv/bin/python -m tools.portable branch" in name["run"]
+    assert test["outputs"]["notebooks-branch"] == "${{ steps.portable.outputs.branch }}"
+    upload = next(
+        s for s in test["steps"] if s.get("uses", "").startswith("actions/upload-art")
+    )
+    assert upload["if"] == ON_MAIN
+    assert upload["with"]["path"] == "_build/html/_sources/chapters/*.ipynb"
+    assert notebooks["if"] == ON_MAIN
+    assert notebooks["needs"] == "test"
+    assert notebooks["permissions"] == {"contents": "write"}
+    download, push = notebooks["steps"]
+    assert download["uses"].startswith("actions/download-artifact@")
+    assert download["with"] == {
+        "name": upload["with"]["name"],
+        "path": "notebooks/chapters",
+    }
+    assert push["env"]["BRANCH"] == "${{ needs.test.outputs.notebooks-branch }}"
+    assert '"HEAD:refs/heads/${BRANCH}"' in push["run"]
+    writers = [n for n, job in jobs.items() if "contents" in job.get("permissions", {})]
+    assert writers == ["notebooks"]

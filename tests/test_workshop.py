@@ -7,12 +7,18 @@ files and ``PIP_*`` settings switched off, so that no index or other wheel folde
 can help. In that environment every student notebook runs top to bottom with the
 right answers pasted into its answer cells, and every check prints its ✅; the
 solutions notebook runs too.
+
+The same wheels show that the website's portable copy of a chapter stands alone: in
+another fresh virtual environment that holds nothing but a Jupyter kernel, its first
+cell installs the course's package (offline, from the workshop's wheel that
+``ATTN_COURSE_SOURCE`` names) and the chapter runs top to bottom.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import venv
 from concurrent.futures import ThreadPoolExecutor
 
@@ -22,6 +28,7 @@ import pytest
 from tests.exercises import chapters
 from tools.exercises import ANSWER_TAG, CHECK_TAG
 from tools.notebooks import runs_alone
+from tools.portable import INSTALL_TAG, portable_copy
 from tools.toc import CHAPTERS, chapter_notebooks
 from tools.workshop import write_workshop
 
@@ -159,3 +166,72 @@ def test_the_solutions_notebook_runs_and_passes_its_checks(installed):
     notebook = _run(bin_, env, folder / "solutions.ipynb")
     ticks = [c for c in notebook.cells if "✅" in _printed(c)]
     assert len(ticks) >= sum(len(table) for table in RIGHT.values())
+
+
+def _has(python, env, module):
+    """Whether ``module`` can be imported by ``python``, run outside the repository
+    (whose root would put ``attn_course`` on the path)."""
+    found = subprocess.run(
+        [
+            str(python),
+            "-c",
+            f"import importlib.util as u; print(u.find_spec({module!r}))",
+        ],
+        env=env,
+        cwd=python.parent,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return found.strip() != "None"
+
+
+def test_a_portable_notebook_installs_the_package_itself(installed, tmp_path):
+    folder, _, _ = installed
+    wheels = folder / "wheels"
+    (wheel,) = wheels.glob("attn_course-*.whl")
+    env = _offline_env(tmp_path)
+    env.pop("PYTHONPATH", None)
+    # What a reader sets for another source than the course's repository; pip stays
+    # offline (PIP_NO_INDEX) and finds the dependencies in the workshop's wheels.
+    env.update(ATTN_COURSE_SOURCE=str(wheel), PIP_FIND_LINKS=str(wheels))
+    venv.create(tmp_path / "env", with_pip=True)
+    python = tmp_path / "env" / "bin" / "python"
+    # Nothing but a kernel, registered in this test's own Jupyter folders.
+    kernel = ["-m", "ipykernel", "install", "--user", "--name", "portable-check"]
+    for command in (["-m", "pip", "install", "-q", "ipykernel"], kernel):
+        subprocess.run([str(python), *command], env=env, check=True, cwd=tmp_path)
+    assert _has(python, env, "ipykernel")
+    assert not _has(python, env, "attn_course") and not _has(python, env, "torch")
+
+    chapter = CHAPTERS / "01_toy_attention.ipynb"
+    path = tmp_path / chapter.name
+    nbformat.write(portable_copy(chapter), path)
+    subprocess.run(
+        [sys.executable, "-m", "nbconvert", "--to", "notebook", "--execute"]
+        + ["--ExecutePreprocessor.kernel_name=portable-check"]
+        + ["--ExecutePreprocessor.timeout=600", "--output", "done.ipynb", path.name],
+        cwd=tmp_path,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    done = nbformat.read(tmp_path / "done.ipynb", as_version=4)
+    first = next(cell for cell in done.cells if cell.cell_type == "code")
+    assert INSTALL_TAG in first.metadata["tags"]
+    assert not [o for o in first.outputs if o.output_type == "error"]
+    checks = [c for c in done.cells if CHECK_TAG in c.metadata.get("tags", [])]
+    assert checks and all("not answered yet" in _printed(c) for c in checks)
+    where = subprocess.run(
+        [
+            str(python),
+            "-c",
+            "import attn_course, ipywidgets; print(attn_course.__file__)",
+        ],
+        env=env,
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert str(tmp_path / "env") in where, where

@@ -363,9 +363,10 @@ def _chapter_number(path: Path) -> str:
     return str(int(prefix)) if prefix.isdigit() else ""
 
 
-def _plain_notebook(notebook, chapter="", *, keep_outputs=False):
+def _plain_notebook(notebook, chapter="", *, keep_outputs=False, collapsed=False):
     """``notebook`` (changed in place) with plain Markdown and, unless
-    ``keep_outputs``, no outputs. Exercises are numbered ``chapter.k``."""
+    ``keep_outputs``, no outputs; unless ``collapsed``, no cell is collapsed.
+    Exercises are numbered ``chapter.k``."""
     number = 0
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
@@ -376,19 +377,24 @@ def _plain_notebook(notebook, chapter="", *, keep_outputs=False):
         elif not keep_outputs:
             cell.outputs = []
             cell.execution_count = None
-        cell.metadata.pop("jupyter", None)  # nothing collapsed in a handout
+        if not collapsed:
+            cell.metadata.pop("jupyter", None)  # nothing collapsed in a handout
     notebook.cells = [c for c in notebook.cells if c.source or c.cell_type == "code"]
     if not keep_outputs:
         notebook.metadata.pop("widgets", None)  # saved views of cleared outputs
     return notebook
 
 
-def plain_copy(path: Path):
-    """A whole chapter, outputs and solutions included, with plain Markdown: the
-    copy the website hands out, which reads well where MyST is not rendered
-    (Colab, VS Code, GitHub)."""
+def plain_copy(path: Path, *, collapsed: bool = False):
+    """A whole chapter, outputs and solutions included, with plain Markdown, which
+    reads well where MyST is not rendered (Colab, VS Code, GitHub). With
+    ``collapsed``, the solutions stay collapsed as in the chapter (JupyterLab's
+    ``jupyter`` cell metadata); ``tools.portable`` builds the website's copies on
+    this."""
     notebook = nbformat.read(path, as_version=4)
-    return _plain_notebook(notebook, _chapter_number(path), keep_outputs=True)
+    return _plain_notebook(
+        notebook, _chapter_number(path), keep_outputs=True, collapsed=collapsed
+    )
 
 
 def student_copy(path: Path):

@@ -453,14 +453,13 @@ def test_a_toggle_reached_with_tab_shows_a_focus_ring(browser, site_url, kind, m
 
 
 def colab_link(config: dict, notebook: str) -> str:
-    """The Colab address of ``notebook`` (a path from the book's root) that
-    Jupyter Book builds from the ``launch_buttons`` and ``repository`` settings."""
+    """The Colab address of the portable copy of ``notebook`` (a path from the book's
+    root): the branch ``launch_buttons.colab_branch`` of the repository holds the
+    copies at the same paths (``tools/portable.py``, README.md)."""
     colab = config["launch_buttons"]["colab_url"].rstrip("/")
-    repository = config["repository"]
-    owner_and_name = repository["url"].removeprefix("https://github.com/").strip("/")
-    book = repository.get("path_to_book", "").strip("/")
-    path = f"{book}/{notebook}" if book else notebook
-    return f"{colab}/github/{owner_and_name}/blob/{repository['branch']}/{path}"
+    branch = config["launch_buttons"]["colab_branch"]
+    owner_and_name = config["repository"]["url"].removeprefix("https://github.com/")
+    return f"{colab}/github/{owner_and_name.strip('/')}/blob/{branch}/{notebook}"
 
 
 def test_every_chapter_page_links_to_its_notebook_on_colab():

@@ -1,0 +1,39 @@
+"""The built website hands out portable notebooks (tools/portable.py): the download
+button's copy of each chapter installs the course's package in its first cell, and
+the Colab button opens that copy on the branch the publishing workflow fills.
+
+Reads ``_build/html`` only (no browser); run after ``jupyter-book build``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import nbformat
+import pytest
+import yaml
+
+from tools.toc import ROOT, chapter_notebooks
+
+pytestmark = pytest.mark.site
+
+HTML = ROOT / "_build" / "html"
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+URL = CONFIG["repository"]["url"]
+BRANCH = CONFIG["launch_buttons"]["colab_branch"]
+COLAB = CONFIG["launch_buttons"]["colab_url"]
+LINK = re.compile(r'href="(https://colab\.research\.google\.com/[^"]*)"')
+
+
+@pytest.mark.parametrize("path", chapter_notebooks(), ids=lambda p: p.name)
+def test_the_colab_button_opens_the_portable_copy(path):
+    page = (HTML / "chapters" / path.name).with_suffix(".html").read_text()
+    owner_repo = URL.removeprefix("https://github.com/")
+    expected = f"{COLAB}/github/{owner_repo}/blob/{BRANCH}/chapters/{path.name}"
+    assert LINK.findall(page) == [expected]
+    # The branch holds the files the workflow uploads: _sources/chapters/*.ipynb.
+    copy = nbformat.read(HTML / "_sources" / "chapters" / path.name, as_version=4)
+    first = next(cell for cell in copy.cells if cell.cell_type == "code")
+    assert "install-attn-course" in first.metadata.get("tags", []), path.name
+    assert f"attn-course @ git+{URL}@{CONFIG['repository']['branch']}" in first.source
+    assert "ATTN_COURSE_SOURCE" in first.source

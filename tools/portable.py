@@ -1,0 +1,214 @@
+"""Portable copies of the chapters: notebooks that run outside the repository.
+
+A chapter in ``chapters/`` imports the course's package ``attn_course``, which a
+clone installs (``make``) but Colab or a downloaded copy does not have. The portable
+copy of a chapter (:func:`portable_copy`) is what the website hands out, through its
+download button and its Colab button:
+
+- the chapter with its outputs, its Markdown made plain (:func:`tools.exercises.
+  plain_copy`), so that Colab and other viewers show exercises, notes and math;
+- its solutions still collapsed, as in JupyterLab;
+- a first code cell (:func:`install_cell`) that installs ``attn_course`` with pip
+  when Python cannot import it: from the repository named once in ``_config.yml``
+  (``repository.url``, at its ``repository.branch``), or from the source named by
+  the environment variable ``ATTN_COURSE_SOURCE`` (a wheel, a folder or any pip
+  requirement). A chapter with explorers also gets ipywidgets where it is missing
+  (the ``explorers`` extra of ``pyproject.toml``). Where everything is installed,
+  the cell prints nothing.
+
+The website's build writes these copies over ``_build/html/_sources/chapters/``
+(``tools.sphinx_plain``); the publishing workflow pushes the same files to the
+branch ``launch_buttons.colab_branch`` of ``_config.yml``, which the Colab button
+opens. ``python -m tools.portable branch`` prints that branch's name and
+``python -m tools.portable write OUT`` writes every portable copy into ``OUT``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+import tomllib
+import yaml
+
+from tools.exercises import plain_copy
+from tools.toc import ROOT, chapter_notebooks
+
+CONFIG = ROOT / "_config.yml"
+PYPROJECT = ROOT / "pyproject.toml"
+SOURCE_VARIABLE = "ATTN_COURSE_SOURCE"
+INSTALL_TAG = "install-attn-course"
+# A chapter that uses the explorers names their module in its code.
+_USES_EXPLORERS = re.compile(r"\bexplorer\b")
+
+
+def _config(path: Path = CONFIG) -> dict:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def repository(path: Path = CONFIG) -> tuple[str, str]:
+    """``(url, branch)`` of the course's repository, as ``_config.yml`` names it."""
+    config = _config(path).get("repository") or {}
+    url, branch = config.get("url"), config.get("branch")
+    if not url or not branch:
+        raise ValueError(
+            f"{path.name} names no repository: set `url` and `branch` under "
+            "`repository:` (README.md, 'Publish the website')"
+        )
+    return url.rstrip("/"), branch
+
+
+def colab_branch(path: Path = CONFIG) -> str:
+    """The branch that holds the portable copies, which the Colab button opens
+    (``launch_buttons.colab_branch`` of ``_config.yml``)."""
+    branch = (_config(path).get("launch_buttons") or {}).get("colab_branch")
+    if not branch:
+        raise ValueError(
+            f"{path.name} sets no `colab_branch` under `launch_buttons:`: name the "
+            "branch that the publishing workflow pushes the portable notebooks to"
+        )
+    return branch
+
+
+def colab_link(page: str, path: Path = CONFIG) -> str:
+    """The Colab address of the portable copy of ``page`` (``chapters/01_x``, no
+    suffix), on the branch :func:`colab_branch` of the configured repository."""
+    url, _ = repository(path)
+    launch = _config(path).get("launch_buttons") or {}
+    colab = launch.get("colab_url", "https://colab.research.google.com").rstrip("/")
+    match = re.fullmatch(r"https://github\.com/([\w.-]+)/([\w.-]+?)(?:\.git)?", url)
+    if not match:
+        raise ValueError(
+            f"Colab opens notebooks from GitHub only, and repository.url of "
+            f"{path.name} is {url!r}: use https://github.com/OWNER/REPOSITORY"
+        )
+    owner, name = match.groups()
+    return f"{colab}/github/{owner}/{name}/blob/{colab_branch(path)}/{page}.ipynb"
+
+
+def package_requirement(path: Path = CONFIG) -> str:
+    """The pip requirement that installs ``attn_course`` from the configured
+    repository, e.g. ``attn-course @ git+https://github.com/o/r@main``."""
+    url, branch = repository(path)
+    return f"attn-course @ git+{url}@{branch}"
+
+
+def explorer_requirements(path: Path = PYPROJECT) -> list[str]:
+    """The packages of the ``explorers`` extra of ``pyproject.toml``."""
+    project = tomllib.loads(path.read_text(encoding="utf-8"))["project"]
+    extra = project.get("optional-dependencies", {}).get("explorers")
+    if not extra:
+        raise ValueError(
+            f"{path.name} has no `explorers` extra under "
+            "[project.optional-dependencies]"
+        )
+    return list(extra)
+
+
+def install_cell_source(requirement: str, widgets: list[str] | None = None) -> str:
+    """The source of the first code cell of a portable copy: it installs the course's
+    package from ``requirement`` (or from ``$ATTN_COURSE_SOURCE``) when it cannot be
+    imported, and the packages ``widgets`` when ipywidgets cannot be imported."""
+    lines = [
+        "# Runs this notebook outside the course's repository, e.g. in Colab: when",
+        "# Python cannot import the course's package attn_course, pip installs it",
+        "# from the course's repository, or from the source that the environment",
+        f"# variable {SOURCE_VARIABLE} names (a wheel, a folder or a pip requirement).",
+    ]
+    if widgets:
+        lines.append(
+            "# The explorers also need ipywidgets, installed where it is missing."
+        )
+    lines += [
+        "# Where everything is installed already, this cell does nothing.",
+        "import importlib.util",
+        "import os",
+        "import subprocess",
+        "import sys",
+        "",
+        "_missing = []",
+        'if importlib.util.find_spec("attn_course") is None:',
+        f'    _missing.append(os.environ.get("{SOURCE_VARIABLE}") or (',
+        f"        {json.dumps(requirement)}",
+        "    ))",
+    ]
+    if widgets:
+        lines += [
+            'if importlib.util.find_spec("ipywidgets") is None:',
+            f"    _missing += {json.dumps(widgets)}",
+        ]
+    lines += [
+        "if _missing:",
+        '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", *_missing],',
+        "                   check=True)",
+        "    importlib.invalidate_caches()",
+    ]
+    return "\n".join(lines)
+
+
+def install_cell(path: Path, requirement: str | None = None):
+    """The install cell (:func:`install_cell_source`) for the chapter at ``path``:
+    ipywidgets included when the chapter uses the explorers."""
+    notebook = nbformat.read(path, as_version=4)
+    code = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
+    widgets = explorer_requirements() if _USES_EXPLORERS.search(code) else None
+    source = install_cell_source(requirement or package_requirement(), widgets)
+    return nbformat.v4.new_code_cell(source, metadata={"tags": [INSTALL_TAG]})
+
+
+def portable_copy(path: Path, requirement: str | None = None):
+    """The portable copy of the chapter at ``path`` (see the module's docstring):
+    plain Markdown, outputs kept, solutions collapsed, and the install cell before
+    the first code cell when the chapter imports ``attn_course``. ``requirement``
+    replaces the configured repository as the default source."""
+    notebook = plain_copy(path, collapsed=True)
+    if not any(
+        "attn_course" in c.source for c in notebook.cells if c.cell_type == "code"
+    ):
+        return notebook
+    first = next(
+        (i for i, c in enumerate(notebook.cells) if c.cell_type == "code"),
+        len(notebook.cells),
+    )
+    cell = install_cell(path, requirement)
+    if notebook.nbformat_minor >= 5:
+        cell["id"] = INSTALL_TAG  # unique: no stored cell id has this form
+    else:
+        cell.pop("id", None)  # cell ids came with nbformat 4.5
+    notebook.cells.insert(first, cell)
+    return notebook
+
+
+def write_portable(out: Path, paths: list[Path] | None = None) -> list[Path]:
+    """Write the portable copy of every chapter (or of ``paths``) into
+    ``out/chapters/``; returns the written paths."""
+    written = []
+    for path in paths if paths is not None else chapter_notebooks():
+        target = out / "chapters" / path.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(portable_copy(path), target)
+        written.append(target)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("branch", help="print the branch the Colab button opens")
+    write = commands.add_parser("write", help="write every portable copy into OUT")
+    write.add_argument("out", type=Path, help="the folder to write")
+    args = parser.parse_args(argv)
+    if args.command == "branch":
+        print(colab_branch())
+    else:
+        for target in write_portable(args.out):
+            print(f"wrote {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
