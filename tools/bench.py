@@ -421,6 +421,18 @@ def machine():
     }
 
 
+def provenance():
+    """When, where and with what a run was measured: the first fields of its file."""
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
+            timespec="seconds"
+        ),
+        "machine": machine(),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+    }
+
+
 def run(settings):
     """Every section on the CPU, and on the GPU when there is one: the results."""
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
@@ -435,12 +447,7 @@ def run(settings):
         row for device in devices for row in generation_rows(device, settings)
     ]
     return {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
-            timespec="seconds"
-        ),
-        "machine": machine(),
-        "torch": torch.__version__,
-        "python": platform.python_version(),
+        **provenance(),
         "settings": {**asdict(settings), "default_block_size": DEFAULT_BLOCK},
         "memory_note": problem or "CPU: growth of the RSS high-water mark (VmHWM)",
         "rows": add_ratios(rows),

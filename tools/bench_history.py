@@ -25,8 +25,6 @@ lengths with one repeat, to check that the command works, and writes to
 
 from __future__ import annotations
 
-import datetime
-import platform
 import sys
 from dataclasses import asdict, dataclass
 
@@ -35,7 +33,7 @@ from torch import nn
 
 from attn_course import MultiHeadAttention
 from tools import bench
-from tools.bench import machine, median_ms
+from tools.bench import median_ms
 
 
 @dataclass(frozen=True)
@@ -112,12 +110,7 @@ def run(settings):
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     found = [row for device in devices for row in rows(settings, device)]
     return {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
-            timespec="seconds"
-        ),
-        "machine": machine(),
-        "torch": torch.__version__,
-        "python": platform.python_version(),
+        **bench.provenance(),
         "settings": asdict(settings),
         "measures": "median time of one training step (forward, mean, backward)",
         "rows": found,
