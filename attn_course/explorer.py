@@ -11,10 +11,10 @@ reacts to the controls. It is the one module of the package that imports ipywidg
 and nothing in the package imports it but the package's face, ``attn_course``.
 ipywidgets is optional (``pip install "attn-course[explorers]"``, 7.6 or newer):
 without it the package imports as usual and only building an explorer raises an
-``ImportError`` that says what to install. On the static website, where widgets
-cannot run,
-:func:`attn_course.plot.temperature_panel` and a heatmap show the same ideas as
-pictures.
+``ImportError`` that says what to install. Where widgets cannot run (the static
+website, a notebook not yet run, a viewer without a kernel), an explorer shows a
+still of itself, a picture of its controls and chart that it puts beside the live
+widget in its display bundle (:meth:`AttentionExplorer.still`).
 
 Shapes
 ------
@@ -33,8 +33,10 @@ try:
 except ImportError:  # optional: the extra "explorers" of the package
     widgets = None
 
+from matplotlib.patches import FancyBboxPatch
+
 from ._validate import require_index, require_positive, require_tokens
-from .plot import attention_heatmap, weight_bars
+from .plot import _new_figure, attention_heatmap, weight_bars
 from .walkthrough import (
     MASK_CONVENTIONS,
     TEMPERATURE_HINT,
@@ -71,18 +73,84 @@ def _require_widgets():
         raise ImportError(NO_WIDGETS, name="ipywidgets")
 
 
+# The still of an explorer (:meth:`_ControlledView.still`): its width in inches, the
+# height of one row of controls and of the line of text under the chart.
+STILL_WIDTH = 6.4
+STILL_ROW = 0.34
+GREY = "#6b6b6b"  # a disabled control's text, 5.3:1 on white
+
+
+def _slider_position(slider):
+    """Where the knob of a slider sits, from 0 (left end) to 1 (right end)."""
+    value = slider.value
+    if isinstance(slider, widgets.FloatLogSlider):
+        value = math.log(value, slider.base)
+    span = slider.max - slider.min
+    return 0.5 if span <= 0 else min(1.0, max(0.0, (value - slider.min) / span))
+
+
+def _draw_control(ax, control, y, row):
+    """Draw one control as it looks in JupyterLab, centred on height ``y`` of ``ax``
+    in a row ``row`` high (``ax`` spans 0 to 1 both ways): its description, then a
+    dropdown's box, a slider's track, knob and readout, or a checkbox's box."""
+    colour = GREY if control.disabled else "black"
+    left = 0.24  # where every control starts; its description ends just before
+    box = {"boxstyle": "round,pad=0,rounding_size=0.008", "linewidth": 0.8}
+    ax.text(left - 0.012, y, control.description, ha="right", va="center", color=colour)
+    if isinstance(control, widgets.Checkbox):
+        # a square box: 0.6 of a row high, as wide in inches as it is high
+        side = 0.6 * row
+        width = side * STILL_ROW / row / STILL_WIDTH
+        ax.add_patch(
+            FancyBboxPatch(
+                (left, y - side / 2), width, side, edgecolor=colour, fc="white", **box
+            )
+        )
+        mark = "\u2713" if control.value else ""
+        ax.text(left + width / 2, y, mark, ha="center", va="center", color=colour)
+        state = "on" if control.value else "off"
+        ax.text(left + width + 0.012, y, state, va="center", color=colour)
+    elif isinstance(control, widgets.Dropdown):
+        height = 0.8 * row
+        ax.add_patch(
+            FancyBboxPatch(
+                (left, y - height / 2),
+                0.74,
+                height,
+                edgecolor=GREY,
+                fc="#f5f5f5",
+                **box,
+            )
+        )
+        ax.text(left + 0.012, y, control.label, va="center", color=colour)
+        ax.text(left + 0.73, y, "\u25be", ha="right", va="center", color=colour)
+    else:  # a slider
+        end = left + 0.5
+        knob = left + (end - left) * _slider_position(control)
+        line = {"linewidth": 3, "solid_capstyle": "round"}
+        ax.plot([left, end], [y, y], color="#bdbdbd", **line)
+        ax.plot([left, knob], [y, y], color="#1f77b4", **line)
+        ax.plot(knob, y, "o", color="white", markeredgecolor="#1f77b4", markersize=9)
+        readout = format(control.value, control.readout_format)
+        ax.text(end + 0.03, y, readout, va="center", color=colour)
+
+
 class _ControlledView(widgets.VBox if widgets is not None else object):
     """Controls in a row above an ``Output``; any change recomputes and redraws.
 
     A subclass builds its controls, then calls :meth:`_start` with them, and
-    implements :meth:`_recompute`, which returns the new state, its figure and one
-    line of text.
+    implements :meth:`_recompute`, which returns the new state, its figure (drawn
+    into ``ax`` when one is given) and one line of text. Its class attribute
+    ``chart_height`` is the height in inches of that figure in :meth:`still`.
     """
+
+    chart_height = 3.0
 
     def _start(self, controls, state=None):
         self.output = widgets.Output()
         self.state = state
         self.figure = None
+        self.controls = tuple(controls)
         super().__init__([widgets.HBox(controls), self.output])
         for control in controls:
             control.observe(self._on_change, names="value")
@@ -116,6 +184,58 @@ class _ControlledView(widgets.VBox if widgets is not None else object):
             {"output_type": "stream", "name": "stdout", "text": line},
         )
         return self.state
+
+    def still(self):
+        """A picture of the explorer as it stands: its controls, the chart and the
+        line of text under it.
+
+        A page that cannot run Python (the website, a notebook not yet run) shows
+        this picture where a running notebook shows the live explorer; the
+        controls are drawn with their current values, one per row.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            A new figure, :data:`STILL_WIDTH` inches wide: the controls, the chart
+            (a colorbar too for a heatmap) and the line are its axes.
+
+        Examples
+        --------
+        >>> from attn_course.data import hello_shiny_sun
+        >>> app = AttentionExplorer(*hello_shiny_sun(), query_index=1)
+        >>> app.slider.value = 0.5
+        >>> controls, chart, line = app.still().axes
+        >>> [text.get_text() for text in controls.texts if len(text.get_text()) > 1]
+        ['query', '1: shiny', 'temperature', '0.50']
+        >>> chart.get_title()
+        'query "shiny", temperature 0.50'
+        """
+        rows = len(self.controls)
+        fig = _new_figure(STILL_WIDTH, STILL_ROW * (rows + 1) + self.chart_height)
+        top, chart, bottom = fig.subplots(
+            3, 1, height_ratios=[STILL_ROW * rows, self.chart_height, STILL_ROW]
+        )
+        top.set(xlim=(0, 1), ylim=(0, 1))
+        for number, control in enumerate(self.controls):
+            _draw_control(top, control, 1 - (number + 0.5) / rows, 1 / rows)
+        _, _, line = self._recompute(ax=chart)
+        bottom.text(
+            0, 0.5, line.strip(), va="center", family="monospace", fontsize="small"
+        )
+        for ax in (top, bottom):
+            ax.set_axis_off()
+        return fig
+
+    def _repr_mimebundle_(self, **kwargs):
+        """The live widget for Jupyter, plus :meth:`still` as a PNG for every
+        viewer that cannot run the widget (ipywidgets 8; version 7 displays the
+        widget alone)."""
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if bundle is None:
+            return None
+        png, size = self.still()._repr_png_()
+        bundle["image/png"] = base64.b64encode(png).decode("ascii")
+        return bundle, {"image/png": size}
 
 
 class AttentionExplorer(_ControlledView):
@@ -223,9 +343,9 @@ class AttentionExplorer(_ControlledView):
             f"query_index={self.dropdown.value}, temperature={self.slider.value:g})"
         )
 
-    def _recompute(self):
-        """The state, bar chart and context line for the current query and
-        temperature."""
+    def _recompute(self, ax=None):
+        """The state, bar chart (into ``ax`` if given) and context line for the
+        current query and temperature."""
         index = self.dropdown.value
         temperature = self.slider.value
         state = query_attention(self.tokens, self.embeddings, index, temperature)
@@ -234,6 +354,7 @@ class AttentionExplorer(_ControlledView):
             state.weights,
             self.tokens,
             title=f'query "{query}", temperature {temperature:.2f}',
+            ax=ax,
         )
         line = f'context vector of "{query}": {_format_vector(state.context)}\n'
         return state, figure, line
@@ -338,6 +459,8 @@ class MaskExplorer(_ControlledView):
     MaskExplorer(tokens=('a', 'b', 'c'), causal=True, convention='inverted')
     """
 
+    chart_height = 4.2
+
     def __init__(self, tokens, queries, keys, *, causal=True, convention="bool"):
         _require_widgets()
         state = masked_attention(queries, keys, causal=causal, convention=convention)
@@ -372,8 +495,9 @@ class MaskExplorer(_ControlledView):
             f"convention={self.dropdown.value!r})"
         )
 
-    def _recompute(self):
-        """The state, heatmap and summary line for the current controls."""
+    def _recompute(self, ax=None):
+        """The state, heatmap (into ``ax`` if given) and summary line for the
+        current controls."""
         causal = self.checkbox.value
         convention = self.dropdown.value
         self.dropdown.disabled = not causal
@@ -381,7 +505,7 @@ class MaskExplorer(_ControlledView):
             self.query_vectors, self.key_vectors, causal=causal, convention=convention
         )
         title = f"causal: {MASK_CONVENTIONS[convention]}" if causal else "no mask"
-        figure = attention_heatmap(state.weights, self.tokens, title=title)
+        figure = attention_heatmap(state.weights, self.tokens, title=title, ax=ax)
         empty = ", ".join(self.tokens[i] for i in state.empty_rows) or "none"
         line = (
             f"weight on future keys (summed over queries): {state.future_weight:.4f}; "

@@ -1,9 +1,13 @@
 """Tests for attn_course.explorer: the widget apps of Chapters 1 and 3, driven
 without a browser."""
 
+import base64
 import math
+import re
+import struct
 
 import ipywidgets as widgets
+import nbformat
 import numpy as np
 import pytest
 import torch
@@ -16,6 +20,8 @@ from attn_course.explorer import (
     mask_explorer,
 )
 from attn_course.walkthrough import MASK_CONVENTIONS, query_attention
+from tools.notebooks import WIDGET_VIEW
+from tools.toc import chapter_notebooks
 
 # --- the query explorer (Chapter 1) ---------------------------------------------------
 
@@ -235,3 +241,97 @@ def test_the_package_imports_without_ipywidgets():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert "pip install ipywidgets" in result.stdout, result.stdout + result.stderr
+
+
+# --- the still: what a page that cannot run the widget shows --------------------------
+
+
+def _texts(figure):
+    return [text.get_text() for ax in figure.axes for text in ax.texts]
+
+
+def test_the_still_draws_the_controls_the_chart_and_the_line_as_they_stand():
+    tokens, x = hello_shiny_sun()
+    app = attention_explorer(tokens, x, query_index=1)
+    still = app.still()
+    controls, chart, line = still.axes
+    assert still.get_figwidth() == pytest.approx(6.4)
+    assert [t.get_text() for t in controls.texts] == [
+        "query",
+        "1: shiny",
+        "\u25be",
+        "temperature",
+        "1.00",
+    ]
+    assert chart.get_title() == 'query "shiny", temperature 1.00'
+    heights = [bar.get_height() for bar in chart.containers[0]]
+    np.testing.assert_allclose(heights, app.state.weights.numpy(), rtol=1e-6)
+    assert line.texts[0].get_text() == app.output.outputs[1]["text"].strip()
+    # the knob sits where the value is: 1 is the middle of 10^-2 .. 10^2
+    knob = controls.lines[2]
+    assert float(knob.get_xdata()[0]) == pytest.approx(0.24 + 0.5 * 0.5)
+
+    app.dropdown.value = 0
+    app.slider.value = 0.1
+    again = _texts(app.still())
+    assert "0: Hello" in again and "0.10" in again
+    assert 'context vector of "Hello": [' in again[-1]
+
+
+def test_the_still_of_the_mask_explorer_greys_out_the_disabled_dropdown(projected):
+    tokens, q, k, _ = projected
+    app = mask_explorer(tokens, q, k)
+    on = app.still().axes[0]
+    assert [t.get_text() for t in on.texts][:3] == ["causal mask", "\u2713", "on"]
+    app.checkbox.value = False
+    controls, chart, line, _colorbar = app.still().axes
+    texts = {t.get_text(): t.get_color() for t in controls.texts}
+    assert texts["off"] == "black" and "\u2713" not in [
+        t.get_text() for t in controls.texts if t.get_text()
+    ]
+    assert texts["passed as"] == texts[app.dropdown.label] != "black"
+    assert chart.get_title() == "no mask"
+    assert line.texts[0].get_text().startswith("weight on future keys")
+
+
+def test_the_display_bundle_holds_the_widget_and_its_still():
+    tokens, x = hello_shiny_sun()
+    app = attention_explorer(tokens, x, query_index=1)
+    data, metadata = app._repr_mimebundle_()
+    view = data["application/vnd.jupyter.widget-view+json"]
+    assert view["model_id"] == app.model_id
+    assert data["text/plain"] == repr(app)
+    png = base64.b64decode(data["image/png"])
+    assert png.startswith(b"\x89PNG")
+    assert png == app.still()._repr_png_()[0]  # the same picture, drawn again
+    assert metadata["image/png"]["width"] == struct.unpack(">I", png[16:20])[0] // 2
+
+
+EXPLORER_CALL = re.compile(
+    r"^(attention_explorer|mask_explorer|AttentionExplorer|MaskExplorer)\("
+)
+
+
+def test_every_chapter_cell_that_shows_an_explorer_is_tagged_with_its_still():
+    """The website marks and shows explorers by the cell tag ``explorer``
+    (tools/sphinx_explorers.py): a cell that ends by showing one carries it, a
+    figure caption, name and alt text, and a stored still."""
+    shown = 0
+    for path in chapter_notebooks():
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type != "code":
+                continue
+            last = cell.source.strip().splitlines()[-1] if cell.source.strip() else ""
+            tagged = "explorer" in cell.metadata.get("tags", [])
+            assert bool(EXPLORER_CALL.match(last)) == tagged, (path.name, cell.source)
+            if not tagged:
+                continue
+            shown += 1
+            where = f"{path.name}: {last}"
+            figure = cell.metadata.get("mystnb", {})
+            assert figure["figure"]["caption"] and figure["figure"]["name"], where
+            assert len(figure["image"]["alt"]) > 40, where
+            assert "remove-output" not in cell.metadata["tags"], where
+            (output,) = cell.outputs
+            assert {"image/png", WIDGET_VIEW} <= output.data.keys(), where
+    assert shown == 2

@@ -16,6 +16,7 @@ import yaml
 
 from tools import portable
 from tools.exercises import HIDDEN, exercises, plain_copy
+from tools.notebooks import WIDGET_STATE
 from tools.sphinx_plain import point_colab_at_portable_copies
 from tools.toc import CHAPTERS, ROOT
 
@@ -54,7 +55,7 @@ def test_the_first_code_cell_installs_the_package_from_the_configured_repository
 
 
 def test_the_copy_is_the_plain_chapter_with_its_solutions_collapsed(copy):
-    plain = plain_copy(CHAPTER)
+    plain = portable.without_widget_views(plain_copy(CHAPTER))
     rest = [cell for cell in copy.cells if cell not in _install_cells(copy)]
     assert [c.source for c in rest] == [c.source for c in plain.cells]
     assert [c.get("outputs") for c in rest] == [c.get("outputs") for c in plain.cells]
@@ -68,6 +69,30 @@ def test_the_copy_is_the_plain_chapter_with_its_solutions_collapsed(copy):
     hidden = {c.id for c in rest if c.metadata.get("jupyter") == HIDDEN}
     assert solutions & kept and hidden == solutions & kept
     assert not any(c.metadata.get("jupyter") for c in plain.cells)
+
+
+def test_the_copy_shows_each_explorer_as_its_still_with_no_widget_state(copy):
+    source = nbformat.read(CHAPTER, as_version=4)
+    assert source.metadata["widgets"][WIDGET_STATE]["state"]
+    explorers = [
+        cell for cell in source.cells if "explorer" in cell.metadata.get("tags", [])
+    ]
+    assert explorers, "Chapter 1 has an explorer cell tagged explorer"
+    for cell in explorers:
+        (stored,) = cell.outputs
+        assert portable.WIDGET_VIEW in stored.data and "image/png" in stored.data
+    assert "widgets" not in copy.metadata
+    outputs = [o for c in copy.cells if c.cell_type == "code" for o in c.outputs]
+    assert outputs and not any(
+        portable.WIDGET_VIEW in o.get("data", {}) for o in outputs
+    )
+    by_id = {cell.id: cell for cell in copy.cells}
+    for cell in explorers:
+        (kept,) = by_id[cell.id].outputs
+        assert kept.data.keys() == {"image/png", "text/plain"}
+        assert kept.data["image/png"] == cell.outputs[0].data["image/png"]
+        assert kept.metadata == cell.outputs[0].metadata
+    nbformat.validate(copy)
 
 
 def _run_install_cell(source, monkeypatch, *, missing):

@@ -8,6 +8,8 @@ download button and its Colab button:
 - the chapter with its outputs, its Markdown made plain (:func:`tools.exercises.
   plain_copy`), so that Colab and other viewers show exercises, notes and math;
 - its solutions still collapsed, as in JupyterLab;
+- no saved widget state and no widget views (:func:`without_widget_views`): an
+  explorer's cell shows its still until the reader runs it, in Colab as anywhere;
 - a first code cell (:func:`install_cell`) that installs ``attn_course`` with pip
   when Python cannot import it: from the repository named once in ``_config.yml``
   (``repository.url``, at its ``repository.branch``), or from the source named by
@@ -36,6 +38,7 @@ import tomllib
 import yaml
 
 from tools.exercises import plain_copy
+from tools.notebooks import WIDGET_VIEW
 from tools.toc import ROOT, chapter_notebooks
 
 CONFIG = ROOT / "_config.yml"
@@ -160,12 +163,28 @@ def install_cell(path: Path, requirement: str | None = None):
     return nbformat.v4.new_code_cell(source, metadata={"tags": [INSTALL_TAG]})
 
 
+def without_widget_views(notebook):
+    """Drop the saved widget state and every output's widget view from
+    ``notebook``, in place, and return it.
+
+    Saved state lets JupyterLab redraw a widget from the stored notebook; another
+    Jupyter (Colab, VS Code, a viewer) shows an error or nothing instead. An
+    explorer's output also holds a still of it (a PNG), which every viewer shows
+    once the widget view is gone; running the cell brings the live widget back.
+    """
+    notebook.metadata.pop("widgets", None)  # holds only WIDGET_STATE
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            output.get("data", {}).pop(WIDGET_VIEW, None)
+    return notebook
+
+
 def portable_copy(path: Path, requirement: str | None = None):
     """The portable copy of the chapter at ``path`` (see the module's docstring):
     plain Markdown, outputs kept, solutions collapsed, and the install cell before
     the first code cell when the chapter imports ``attn_course``. ``requirement``
     replaces the configured repository as the default source."""
-    notebook = plain_copy(path, collapsed=True)
+    notebook = without_widget_views(plain_copy(path, collapsed=True))
     if not any(
         "attn_course" in c.source for c in notebook.cells if c.cell_type == "code"
     ):
