@@ -90,6 +90,9 @@ def test_student_copy_keeps_answer_cells_and_checks_but_no_solution(path):
     code = "\n".join(c.source for c in copy.cells if c.cell_type == "code")
     assert not re.search(rf"\b{OUR}", code), "a student copy holds a solution's code"
     assert "```{" not in text and "{ref}`" not in text, "MyST left in a student copy"
+    markdown = "\n".join(c.source for c in copy.cells if c.cell_type == "markdown")
+    labels = re.findall(r"^\([\w.:-]+\)=", markdown, re.M)
+    assert not labels, f"MyST target labels left in a student copy: {labels}"
     assert not any(
         cell.get("outputs") or cell.get("execution_count") for cell in copy.cells
     ), "a student copy must come without outputs"

@@ -235,8 +235,9 @@ def with_answers(notebook, answers: dict[str, str]):
 _FENCE = re.compile(
     r"^(```+|:::+)\{([\w-]+)\}[ \t]*(.*?)\n(.*?)^\1[ \t]*$", re.M | re.S
 )
-# A MyST comment line: shown nowhere, so left out of plain Markdown.
-_COMMENT = re.compile(r"^%.*(?:\n|\Z)", re.M)
+# A MyST comment line, and a target label such as "(ch09-cost)=" before a heading:
+# shown nowhere, so left out of plain Markdown.
+_COMMENT = re.compile(r"^(?:%.*|\([\w.:-]+\)=[ \t]*)(?:\n|\Z)", re.M)
 _ROLE = re.compile(r"\{(ref|doc|numref|eq|term)\}`([^`]*)`")
 _NAMED = {"note": "Note", "tip": "Tip", "warning": "Warning", "important": "Important"}
 # A citation: {cite}`key` and {cite:p}`key` in parentheses, {cite:t}`key` in the
@@ -316,7 +317,7 @@ def plain_markdown(source: str, number: str = "") -> str:
     Exercises and admonitions become block quotes with a bold title, ``{math}``
     becomes ``$$ ... $$``, cross-references become their text, citations the
     authors and year of their entry in ``references.bib`` and the solution markers
-    become a bold "Solution".
+    become a bold "Solution". Comments and target labels (``(name)=``) are left out.
 
     >>> print(plain_markdown("```{admonition} Why?\\n:class: tip\\nBecause.\\n```"))
     > **Why?**
@@ -330,6 +331,8 @@ def plain_markdown(source: str, number: str = "") -> str:
     > Skip
     >>> plain_markdown("% end of deep dive")
     ''
+    >>> plain_markdown("(ch09-cost)=\\n## The cost, measured")
+    '## The cost, measured'
     >>> plain_markdown("as {cite:t}`shaw2018self` showed {cite:p}`raffel2020exploring`")
     'as Shaw et al. (2018) showed (Raffel et al., 2020)'
     """
