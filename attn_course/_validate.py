@@ -264,6 +264,44 @@ def require_index(value, count, name, *, tokens=None):
     return index % count
 
 
+def require_flag(value, name, *, hint=""):
+    """Return ``value`` if it is ``True`` or ``False``; ``hint`` says what each means.
+
+    >>> require_flag(1, "use_cache")
+    Traceback (most recent call last):
+    ...
+    TypeError: use_cache must be True or False, got int 1
+    """
+    if isinstance(value, bool):
+        return value
+    raise TypeError(
+        f"{name} must be True or False, got {kind_of(value)} {value!r}"
+        + (f"; {hint}" if hint else "")
+    )
+
+
+def require_heads(width, num_heads, *, width_name="d_out", hint=""):
+    """Return ``width // num_heads`` (the head width) if ``width`` splits evenly
+    into ``num_heads``; the error lists the head counts that would, and ``hint``
+    is added in parentheses.
+
+    >>> require_heads(12, 4)
+    3
+    >>> require_heads(6, 4, width_name="D")
+    Traceback (most recent call last):
+    ...
+    ValueError: D=6 is not divisible by num_heads=4; choose num_heads in {1, 2, 3, 6}
+    """
+    if width % num_heads == 0:
+        return width // num_heads
+    divisors = ", ".join(str(n) for n in range(1, width + 1) if width % n == 0)
+    message = (
+        f"{width_name}={width} is not divisible by num_heads={num_heads}; choose "
+        f"num_heads in {{{divisors}}}"
+    )
+    raise ValueError(message + (f" ({hint})" if hint else ""))
+
+
 def require_choice(value, name, options):
     """Return ``value`` if it is one of ``options`` (a mapping: option -> meaning).
 

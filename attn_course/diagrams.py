@@ -41,6 +41,7 @@ import torch
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
 from ._validate import (
+    require_heads,
     require_int,
     require_probability,
     require_tensor,
@@ -690,10 +691,7 @@ def multi_head(x, num_heads, d_out):
     x = _matrix_of(x, "x", 3, ("B", "T", "d_in"))
     H = require_int(num_heads, "num_heads")
     D = require_int(d_out, "d_out")
-    if D % H:
-        raise ValueError(
-            f"d_out must be divisible by num_heads, got d_out={D}, num_heads={H}"
-        )
+    require_heads(D, H)
     B, T, d_in = x.shape
     d = D // H
     steps = [

@@ -17,8 +17,8 @@ import torch
 import torch.nn.functional as F
 
 from ._validate import (
-    kind_of,
     require_bool_mask,
+    require_flag,
     require_floating,
     require_positive,
     require_probability,
@@ -177,13 +177,8 @@ def scaled_dot_product_attention(
     >>> torch.allclose(out[:, 1], head_1)
     True
     """
-    if not isinstance(enable_gqa, bool):
-        raise TypeError(
-            f"enable_gqa must be True or False, got {kind_of(enable_gqa)} "
-            f"{enable_gqa!r}; pass enable_gqa=True when key and value have fewer "
-            "heads than query"
-        )
-    if enable_gqa:
+    hint = "pass enable_gqa=True when key and value have fewer heads than query"
+    if require_flag(enable_gqa, "enable_gqa", hint=hint):
         # Step 0 (grouped-query attention): one copy of each key/value head for
         # every query head it serves, so that the heads line up one to one.
         key, value = _repeat_key_value_heads(query, key, value)

@@ -32,6 +32,8 @@ from torch import nn
 
 from ._validate import (
     kind_of,
+    require_flag,
+    require_heads,
     require_int,
     require_positive,
     require_probability,
@@ -134,13 +136,13 @@ class GPTConfig:
                 f"positions={self.positions!r} is not one of {POSITIONS}: 'learned' "
                 "= a trainable table (GPT-2), 'sinusoidal' = fixed waves (2017)"
             )
-        if self.d_model % self.num_heads:
-            raise ValueError(
-                f"d_model={self.d_model} is not divisible by num_heads="
-                f"{self.num_heads}: every head gets d_model // num_heads features; "
-                f"e.g. num_heads={math.gcd(self.d_model, self.num_heads)} (did you "
-                "swap num_heads and num_layers?)"
-            )
+        swapped = "every head gets d_model // num_heads features; did you swap "
+        require_heads(
+            self.d_model,
+            self.num_heads,
+            width_name="d_model",
+            hint=swapped + "num_heads and num_layers?",
+        )
         if self.num_heads % self.num_kv_heads:
             raise ValueError(
                 f"num_kv_heads={self.num_kv_heads} does not divide num_heads="
@@ -429,8 +431,7 @@ def generate(
     torch.Size([1, 8])
     """
     temperature = _check_sampling(model, max_new_tokens, temperature, top_k)
-    if not isinstance(use_cache, bool):
-        raise TypeError(f"use_cache must be True or False, got {use_cache!r}")
+    require_flag(use_cache, "use_cache")
     C = model.config.context_length
     model._check(idx[:, -C:] if idx.dim() == 2 else idx)
     cache = None

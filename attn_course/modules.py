@@ -37,6 +37,7 @@ from ._validate import (
     describe_call,
     kind_of,
     require_floating,
+    require_heads,
     require_int,
     require_probability,
     require_tensor,
@@ -97,20 +98,13 @@ def _checked(module, *values, split_heads=False):
 
 
 def _check_heads(d_out, num_heads, called_as):
-    """Raise a teaching error unless ``d_out`` splits evenly into ``num_heads``."""
-    if d_out % num_heads == 0:
-        return
-    divisors = ", ".join(str(n) for n in range(1, d_out + 1) if d_out % n == 0)
-    message = (
-        f"d_out={d_out} is not divisible by num_heads={num_heads}; choose num_heads "
-        f"in {{{divisors}}}"
+    """Raise a teaching error unless ``d_out`` splits evenly into ``num_heads``;
+    where there are more heads than features, say how the module was called."""
+    swapped = (
+        f"num_heads={num_heads} is larger than d_out={d_out}; the module was called "
+        f"as {called_as}: are two arguments swapped?"
     )
-    if num_heads > d_out:
-        message += (
-            f" (num_heads={num_heads} is larger than d_out={d_out}; the module was "
-            f"called as {called_as}: are two arguments swapped?)"
-        )
-    raise ValueError(message)
+    require_heads(d_out, num_heads, hint=swapped if num_heads > d_out else "")
 
 
 def _check_kv_heads(num_kv_heads, num_heads):

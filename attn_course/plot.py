@@ -34,7 +34,7 @@ import torch
 from matplotlib.colors import Normalize, to_rgb
 from matplotlib.figure import Figure
 
-from ._validate import kind_of, require_int, require_tokens
+from ._validate import kind_of, require_flag, require_int, require_tokens
 from .walkthrough import query_attention
 
 __all__ = [
@@ -157,25 +157,58 @@ def _labels(tokens, count, *, arg, axis, shape):
         ) from None
 
 
+def _numbered(labels):
+    """Whether ``labels`` are the positions 0, 1, ... that stand in for tokens."""
+    return list(labels) == [str(i) for i in range(len(labels))]
+
+
+def _thinned(labels, room, needed):
+    """Position labels thinned to every 2nd, 5th, 10th, ... where ``room`` (points
+    per label) is less than ``needed``, so that they never run into each other;
+    tokens are kept, every one."""
+    if room >= needed or not _numbered(labels):
+        return list(labels)
+    step = next(n for n in (2, 5, 10, 20, 50, 100, 200) if n * room >= needed)
+    return [label if i % step == 0 else "" for i, label in enumerate(labels)]
+
+
+def _cell_points(ax, columns, rows):
+    """The side of one cell of a heatmap of ``rows`` x ``columns`` in ``ax``, in
+    points: square cells fill the axes' width or its height, whichever is less."""
+    box = ax.get_position()
+    width = box.width * ax.figure.get_figwidth() * 72
+    height = box.height * ax.figure.get_figheight() * 72
+    return min(width / max(1, columns), height / max(1, rows))
+
+
 def _rotate(labels):
-    """Whether x tick labels are long enough to need rotating to stay readable."""
-    return max((len(label) for label in labels), default=0) > 5 or len(labels) > 10
+    """Whether x tick labels are long enough to need rotating to stay readable:
+    long tokens, or many tokens of more than one character (single characters
+    and thinned positions stand upright)."""
+    longest = max((len(label) for label in labels), default=0)
+    return longest > 5 or (len(labels) > 10 and longest > 1 and not _numbered(labels))
 
 
 def _set_ticks(ax, x_labels, y_labels, *, show_x=True, show_y=True):
-    """Put token labels on both axes; long x labels are rotated by 45 degrees."""
+    """Put token labels on both axes; long x labels are rotated by 45 degrees and
+    positions too many for their room are labelled at every few (:func:`_thinned`).
+    """
     ax.set_xticks(range(len(x_labels)))
     ax.set_yticks(range(len(y_labels)))
+    ticks = ax.get_xticklabels()
+    size = ticks[0].get_fontsize() if ticks else 10.0  # points
+    room = _cell_points(ax, len(x_labels), len(y_labels))
     if show_x:
         if _rotate(x_labels):
             ax.set_xticklabels(
                 x_labels, rotation=45, ha="right", rotation_mode="anchor"
             )
         else:
-            ax.set_xticklabels(x_labels)
+            widest = max((len(label) for label in x_labels), default=1)
+            ax.set_xticklabels(_thinned(x_labels, room, 0.65 * size * widest + 3))
     else:
         ax.set_xticklabels([])
-    ax.set_yticklabels(y_labels if show_y else [])
+    ax.set_yticklabels(_thinned(y_labels, room, 1.1 * size) if show_y else [])
 
 
 def _colour_range(matrices):
@@ -511,7 +544,17 @@ def _shared_labels(matrices, query_tokens, key_tokens, *, numbered=True):
 
 
 def _draw_panels(
-    axes, matrices, labels, names, cmap, *, annotate, fmt, outer_ticks=0, shrink_font=0
+    axes,
+    matrices,
+    labels,
+    names,
+    cmap,
+    *,
+    annotate,
+    fmt,
+    outer_ticks=0,
+    shrink_font=0,
+    colorbar=True,
 ):
     """Draw one heatmap per matrix on one shared colour scale, with one colorbar.
 
@@ -519,7 +562,8 @@ def _draw_panels(
     (``None``: no axis label; a title of ``None`` becomes ``weights[i]``). With
     ``outer_ticks``, the number of columns of a grid of matrices of equal shapes,
     only the bottom panel of each column and the panels of the first column get
-    tick labels; otherwise every panel gets its own.
+    tick labels; otherwise every panel gets its own. ``colorbar=False`` leaves the
+    colorbar out (masks, where the colours mean yes and no).
     """
     titles, xlabels, ylabels = names
     style = {
@@ -545,7 +589,8 @@ def _draw_panels(
             ax.set_ylabel(ylabels[i])
         title = f"weights[{i}]" if titles[i] is None else str(titles[i])
         ax.set_title(_wrap_title(title, ax))
-    axes[0].figure.colorbar(image, ax=axes, shrink=0.85)
+    if colorbar:
+        axes[0].figure.colorbar(image, ax=axes, shrink=0.85)
 
 
 def _wrap_title(title, ax):
@@ -567,6 +612,7 @@ def heatmap_grid(
     annotate=False,
     suptitle=None,
     cmap="Blues",
+    colorbar=True,
 ):
     """Draw several attention matrices side by side on one shared colour scale.
 
@@ -590,11 +636,14 @@ def heatmap_grid(
         Title above the whole grid.
     cmap : str or matplotlib.colors.Colormap, default "Blues"
         Colour map; the shared scale runs from 0 to 1, widened if values lie outside.
+    colorbar : bool, default True
+        Draw the colorbar; ``False`` for masks, whose two colours mean "may
+        attend" and "may not".
 
     Returns
     -------
     matplotlib.figure.Figure
-        N heatmap axes followed by one colorbar axes.
+        N heatmap axes followed by one colorbar axes (none with ``colorbar=False``).
 
     Shapes
     ------
@@ -653,6 +702,7 @@ def heatmap_grid(
         fmt="{:.2f}",
         outer_ticks=ncols,
         shrink_font=2,  # grid panels are smaller than a single heatmap
+        colorbar=require_flag(colorbar, "colorbar"),
     )
     return fig
 

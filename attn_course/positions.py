@@ -32,7 +32,12 @@ import math
 
 import torch
 
-from ._validate import kind_of, require_int, require_positive, require_tensor
+from ._validate import (
+    require_flag,
+    require_int,
+    require_positive,
+    require_tensor,
+)
 
 __all__ = [
     "alibi_bias",
@@ -297,12 +302,8 @@ def apply_rope(x, positions=None, *, base=10000.0, interleaved=False):
         )
     positions = _rope_positions(positions, length, x.device)
     base = require_positive(base, "base", hint=ROPE_BASE_HINT)
-    if not isinstance(interleaved, bool):
-        raise TypeError(
-            f"interleaved must be True or False, got {kind_of(interleaved)} "
-            f"{interleaved!r}; True pairs features (2i, 2i + 1), False pairs "
-            "(i, i + d/2)"
-        )
+    pairs = "True pairs features (2i, 2i + 1), False pairs (i, i + d/2)"
+    require_flag(interleaved, "interleaved", hint=pairs)
 
     # Angles in float64 on the CPU: at position 100000 a float32 angle can be off
     # by up to 0.004 radians, far more than float32 rounding of the result.

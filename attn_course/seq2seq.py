@@ -44,6 +44,7 @@ from torch import nn
 
 from ._validate import (
     kind_of,
+    require_heads,
     require_int,
     require_positive,
     require_probability,
@@ -152,12 +153,12 @@ class Seq2SeqConfig:
                 f"d_model={self.d_model} must be even: the sinusoidal positions come "
                 "in (sin, cos) pairs"
             )
-        if self.d_model % self.num_heads:
-            raise ValueError(
-                f"d_model={self.d_model} is not divisible by num_heads="
-                f"{self.num_heads}: every head gets d_model // num_heads features; "
-                f"e.g. num_heads={math.gcd(self.d_model, self.num_heads)}"
-            )
+        require_heads(
+            self.d_model,
+            self.num_heads,
+            width_name="d_model",
+            hint="every head gets d_model // num_heads features",
+        )
 
 
 class EncoderLayer(TransformerBlock):

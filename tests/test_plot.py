@@ -664,3 +664,32 @@ def panels(**kwargs):
 def test_errors_teach(call, error, fragments):
     with pytest.raises(error, match=".*".join(map(re.escape, fragments))):
         call()
+
+
+def test_positions_are_labelled_every_few_where_room_is_short_and_tokens_all():
+    from attn_course.plot import _rotate, _thinned
+
+    positions = [str(i) for i in range(16)]
+    assert _thinned(positions, room=12, needed=10) == positions  # room enough
+    every_2nd = [str(i) if i % 2 == 0 else "" for i in range(16)]
+    assert _thinned(positions, room=8, needed=15) == every_2nd
+    assert _thinned(positions, room=4, needed=15)[:6] == ["0", "", "", "", "", "5"]
+    chars = list("different missing __")
+    assert _thinned(chars, room=1, needed=15) == chars  # tokens are never dropped
+    assert not _rotate(chars) and not _rotate(positions)
+    assert _rotate(["Your", "journey", "starts"])  # long tokens
+    assert _rotate([f"t{i}" for i in range(12)])  # many tokens of two characters
+
+
+def test_heatmap_grid_can_leave_out_the_colorbar():
+    masks = torch.tril(torch.ones(3, 16, 16))
+    with_bar = plot.heatmap_grid(masks, ncols=3)
+    without = plot.heatmap_grid(masks, ncols=3, colorbar=False)
+    assert len(with_bar.axes) == 4 and len(without.axes) == 3
+    # three 16-wide panels in a row: too narrow for every position's label
+    labels = [t.get_text() for t in without.axes[0].get_xticklabels()]
+    shown = [int(label) for label in labels if label]
+    assert len(labels) == 16 and shown[0] == 0 and 2 <= len(shown) <= 8
+    assert len({b - a for a, b in zip(shown, shown[1:], strict=False)}) == 1
+    with pytest.raises(TypeError, match="colorbar must be True or False, got str"):
+        plot.heatmap_grid(masks, colorbar="no")

@@ -220,9 +220,11 @@ def _masked_rows(expected_m):
 _GUARD = (
     "Where every score so far is -inf, m_new is -inf too, and exp(m - m_new) and "
     "exp(block - m_new[:, None]) take the exp of -inf - (-inf), which is NaN. "
-    "Guard the exponentials: subtract safe = torch.where(m_new == float('-inf'), "
-    "0.0, m_new) instead of m_new (exp(-inf - 0) = 0), so that such a row keeps "
-    "m_new = -inf and gets s_new = 0."
+    "In those rows, subtract a finite stand-in for m_new instead: any finite "
+    "number gives the right terms there, since exp(-inf - c) = 0. That is the "
+    "safe maximum of the package's online_softmax, described after the first "
+    'bug of "Two ways to get it wrong"; such a row keeps m_new = -inf and gets '
+    "s_new = 0."
 )
 
 
@@ -279,9 +281,9 @@ def _stand_in(expected_m):
         _finite_stand_in(expected_m),
         f"m_new is a large finite number in {text}, where every score so far is "
         "-inf: keep m_new = -inf there (the maximum of nothing visible), and make "
-        "only the exponentials safe, e.g. subtract torch.where(m_new == "
-        "float('-inf'), 0.0, m_new) inside them. A finite stand-in such as -1e9 "
-        "later gives a fully masked row equal weights instead of none.",
+        'only the exponentials safe, as the safe maximum described in "Two ways '
+        'to get it wrong" does. A large finite m_new such as -1e9 later gives a '
+        "fully masked row equal weights instead of none.",
     )
 
 

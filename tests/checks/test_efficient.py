@@ -244,12 +244,18 @@ def test_check_online_step_fn_explains_mistakes(fn, fragments):
                 "your s_new",
                 "found NaN",
                 "every score so far is -inf in row 0",
-                "torch.where(m_new == float('-inf'), 0.0, m_new)",
+                "a finite stand-in for m_new",
+                "Two ways to get it wrong",
             ],
         ),
         (
             step(maximum="finite"),
-            ["your m_new", "a large finite number in row 0", "keep m_new = -inf"],
+            [
+                "your m_new",
+                "a large finite number in row 0",
+                "keep m_new = -inf",
+                "Two ways to get it wrong",
+            ],
         ),
     ],
 )

@@ -137,7 +137,8 @@ ANSWERS = {
                 f"row {MASKED_ROW} with every key masked so far",
                 "found NaN",
                 f"every score so far is -inf in row {MASKED_ROW}",
-                "torch.where(m_new == float('-inf'), 0.0, m_new)",
+                "a finite stand-in for m_new",
+                "Two ways to get it wrong",
             ),
             wrong(
                 "only-the-sum",
