@@ -18,7 +18,7 @@ from tools.main_path import (
     main_path_length,
     words,
 )
-from tools.toc import chapter_notebooks, core_chapters
+from tools.toc import ROOT, chapter_notebooks, core_chapters
 
 OPEN = ":::{admonition} Deep dive: a detour\n:class: deep-dive\nOptional.\n:::"
 
@@ -167,3 +167,27 @@ def test_the_stated_time_matches_the_main_path(path):
         f"{path.name}: states {stated.group(1)} minutes, the main path measures "
         f"{measured:.0f} (python -m tools.main_path)"
     )
+
+
+def _stated_times(path):
+    """The minutes a chapter states near its top: (notebook, exercises)."""
+    notebook = nbformat.read(path, as_version=4)
+    text = "\n".join(c.source for c in notebook.cells[:3] if c.cell_type == "markdown")
+    stated = re.search(r"\*\*Time:\*\* about (\d+) minutes, plus (\d+)", text)
+    assert stated, f"{path.name}: no '**Time:** about N minutes, plus M' near the top"
+    return int(stated.group(1)), int(stated.group(2))
+
+
+def test_the_instructors_table_gives_each_chapter_s_stated_times():
+    """The agenda table of chapters/instructors.md repeats the times at the top of
+    each chapter, so that an instructor plans with the numbers learners see."""
+    page = (ROOT / "chapters" / "instructors.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\d+)\. [^|]+\| (\d+) min \| (\d+) min \|$", page, re.M)
+    table = {int(n): (int(a), int(b)) for n, a, b in rows}
+    chapters = core_chapters()
+    assert sorted(table) == list(range(1, len(chapters) + 1))
+    for number, path in enumerate(chapters, start=1):
+        assert table[number] == _stated_times(path), (
+            f"instructors.md gives Chapter {number} {table[number]} minutes "
+            f"(notebook, exercises); {path.name} states {_stated_times(path)}"
+        )

@@ -46,9 +46,9 @@ from .dropout import (
     check_row_drop_probability,
 )
 from .efficient import (
-    check_kv_bytes_fn,
+    check_dilated_mask_fn,
+    check_largest_batch_fn,
     check_online_step_fn,
-    check_window_mask_fn,
 )
 from .encoder_decoder import (
     check_cross_attention_mask,
@@ -95,13 +95,14 @@ __all__ = [
     "check_context_vector",
     "check_cross_attention_mask",
     "check_cross_attention_shapes",
+    "check_dilated_mask_fn",
     "check_dropout_fn",
     "check_eval_forward",
     "check_future_detector",
     "check_gpt_parameters_fn",
     "check_head_counts_fn",
     "check_head_split",
-    "check_kv_bytes_fn",
+    "check_largest_batch_fn",
     "check_make_example_fn",
     "check_mha_mask_fn",
     "check_online_step_fn",
@@ -119,5 +120,4 @@ __all__ = [
     "check_top_k_fn",
     "check_v1_from_v2",
     "check_weights",
-    "check_window_mask_fn",
 ]

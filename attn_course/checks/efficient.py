@@ -1,5 +1,6 @@
 """Self-checks for Chapter 9, efficient attention: one step of online softmax, the
-size of a KV cache, and a sliding-window mask.
+largest batch whose KV caches fit a memory budget, and a dilated sliding-window
+mask.
 
 Shapes
 ------
@@ -20,7 +21,6 @@ import torch
 from ..efficient import sliding_window_mask
 from ..gpt import GPTConfig
 from ..kv_cache import kv_cache_numbers
-from ..masks import causal_mask
 from ._common import (
     INVERTED,
     as_count,
@@ -48,7 +48,7 @@ from ._kit import (
     seeded,
 )
 
-__all__ = ["check_kv_bytes_fn", "check_online_step_fn", "check_window_mask_fn"]
+__all__ = ["check_dilated_mask_fn", "check_largest_batch_fn", "check_online_step_fn"]
 
 _MINUS_INF = float("-inf")
 
@@ -552,13 +552,13 @@ def check_online_step_fn(online_softmax_step):
     )
 
 
-# --- the size of a KV cache ----------------------------------------------------------
+# --- the largest batch whose KV caches fit a budget ----------------------------------
 
 
 @functools.cache
 def _configs():
-    """The configurations check_kv_bytes_fn uses, by name (only the configs: no
-    model is built).
+    """The configurations check_largest_batch_fn uses, by name (only the configs:
+    no model is built).
 
     The chapter's tiny GPT and GPT-2 small are those of Chapter 8. Llama 2 70B:
     80 layers, d_model 8192, 64 query heads and 8 key-value heads of width 128 are
@@ -607,70 +607,91 @@ def _configs():
     }
 
 
-# (config, tokens, batch, bytes_per_number or None for the defaults, description).
-# The first case tells every single slip apart: batch 3, float32 (4 bytes), 4096
-# tokens where the context is 8192, and 4 query heads per key-value head.
-_KV_CASES = (
-    ("mistral-7b", 4096, 3, 4, "Mistral 7B, 3 sequences of 4096 tokens in float32"),
-    ("tiny", 64, 1, 4, "the chapter's tiny GPT, 1 sequence of 64 tokens in float32"),
+_GIB = 2**30
+
+# (config, tokens, budget in bytes, bytes_per_number or None for the default,
+# description). The first case tells the single slips apart, each giving a batch of
+# its own that is not 0, and no mix of two of them gives the batch of one: float32
+# (4 bytes), 3072 tokens where the context is 8192, 4 query heads per key-value head,
+# and a budget of 33.33 caches, so that rounding down and rounding up differ. The
+# second fills its budget exactly; the fifth fits no sequence at all.
+_BATCH_CASES = (
+    (
+        "mistral-7b",
+        3072,
+        25 * _GIB,
+        4,
+        "Mistral 7B, sequences of 3072 tokens in float32, a budget of 25 GiB",
+    ),
+    (
+        "llama2-70b",
+        4096,
+        40 * _GIB,
+        None,
+        "Llama 2 70B, sequences of 4096 tokens, a budget of 40 GiB, with the "
+        "default bytes_per_number=2",
+    ),
+    (
+        "tiny",
+        64,
+        1_000_000,
+        4,
+        "the chapter's tiny GPT, sequences of 64 tokens in float32, a budget of "
+        "1,000,000 bytes",
+    ),
+    (
+        "gpt2",
+        1024,
+        _GIB,
+        2,
+        "GPT-2 small, sequences of 1024 tokens in float16, a budget of 1 GiB",
+    ),
+    (
+        "llama2-70b",
+        4096,
+        _GIB,
+        2,
+        "Llama 2 70B, sequences of 4096 tokens in float16, a budget of 1 GiB",
+    ),
     (
         "tiny-mqa",
         64,
-        8,
+        100_000,
         2,
-        "the tiny GPT with num_kv_heads=1, 8 sequences of 64 tokens in float16",
-    ),
-    ("gpt2", 1024, 1, 4, "GPT-2 small, 1 sequence of 1024 tokens in float32"),
-    ("llama2-70b", 4096, 1, 2, "Llama 2 70B, 1 sequence of 4096 tokens in float16"),
-    (
-        "mistral-7b",
-        8192,
-        None,
-        None,
-        "Mistral 7B, 8192 tokens, with the defaults batch=1 and bytes_per_number=2",
+        "the tiny GPT with num_kv_heads=1, sequences of 64 tokens in float16, a "
+        "budget of 100,000 bytes",
     ),
 )
 
 
-def _kv_bytes(config, tokens, batch=1, bytes_per_number=2):
-    """The bytes of the keys and values of every layer, from the package's count."""
+def _cache_bytes(config, tokens, bytes_per_number=2):
+    """The bytes of the keys and values of every layer for one sequence of
+    ``tokens`` tokens, from the package's count."""
     head_dim = config.d_model // config.num_heads
-    numbers = kv_cache_numbers(
-        config.num_layers, config.num_kv_heads, head_dim, tokens, batch
-    )
+    numbers = kv_cache_numbers(config.num_layers, config.num_kv_heads, head_dim, tokens)
     return numbers * bytes_per_number
 
 
-def _kv_cases():
-    """Cases ``(config, tokens[, batch, bytes_per_number])``, each with the bytes
-    of its cache and its sizes as data."""
+def _batch_cases():
+    """Cases ``(config, tokens, budget_bytes[, bytes_per_number])``, each with the
+    right batch, the bytes of one sequence's cache and its sizes as data."""
     cases = []
-    for key, tokens, batch, size, text in _KV_CASES:
+    for key, tokens, budget, size, text in _BATCH_CASES:
         config = _configs()[key]
-        args = (config, tokens) if batch is None else (config, tokens, batch, size)
-        sizes = {"batch": batch or 1, "bytes": size or 2, "tokens": tokens}
-        cases.append(Case(text, args, (_kv_bytes(*args), sizes)))
+        args = (config, tokens, budget) + (() if size is None else (size,))
+        per_sequence = _cache_bytes(config, tokens, size or 2)
+        sizes = {"bytes": size or 2, "tokens": tokens}
+        cases.append(Case(text, args, (budget // per_sequence, per_sequence, sizes)))
     return cases
 
 
-# The units a size may be given in by mistake: (name, bytes in one unit).
-_UNITS = (
-    ("KiB", 2**10),
-    ("MiB", 2**20),
-    ("GiB", 2**30),
-    ("kB", 10**3),
-    ("MB", 10**6),
-    ("GB", 10**9),
-)
-
-
-def _kv_slip_table(config, sizes):
-    """Known mistakes in the size of a cache: ``(key, factor, text)``, where
-    ``factor`` is what the mistake multiplies the right size by (None when it
-    cannot show in this case). Mistakes with the same key exclude each other."""
+def _cache_slip_table(config, sizes):
+    """Known mistakes in the size of one sequence's cache: ``(key, factor, text)``,
+    where ``factor`` is what the mistake multiplies the right size by (None when
+    it cannot show in this case). Mistakes with the same key exclude each other."""
     L, H, H_kv = config.num_layers, config.num_heads, config.num_kv_heads
     D, d = config.d_model, config.d_model // config.num_heads
-    B, b, T = sizes["batch"], sizes["bytes"], sizes["tokens"]
+    b, T = sizes["bytes"], sizes["tokens"]
     T_max = config.context_length
 
     def when(condition, factor):
@@ -705,49 +726,35 @@ def _kv_slip_table(config, sizes):
             "values of its own",
         ),
         (
-            "batch",
-            when(B > 1, 1 / B),
-            f"the batch is missing (a factor of {B}): every sequence of the batch "
-            "has a cache of its own",
-        ),
-        (
             "tokens",
             when(T > 1, 1 / T),
-            f"the tokens are missing (a factor of {T}): every token read adds its "
-            "keys and values",
+            f"the tokens are missing (a factor of {T}): every token of a sequence "
+            "adds its keys and values",
         ),
         (
             "tokens",
             when(T_max != T, T_max / T),
-            f"config.context_length ({T_max}) is used instead of tokens ({T}): the "
-            "cache holds the tokens read so far, not the longest context the model "
-            "accepts",
+            f"config.context_length ({T_max}) is used instead of tokens ({T}): a "
+            "sequence's cache holds its own tokens, not the longest context the "
+            "model accepts",
         ),
         (
             "bytes",
             when(b > 1, 1 / b),
-            f"this counts numbers, not bytes: multiply by bytes_per_number ({b} here)",
+            "the cache is counted in numbers, not bytes: multiply by "
+            f"bytes_per_number ({b} here) before comparing it with the budget",
         ),
-    ]
-    table += [
-        (
-            "unit",
-            1 / size,
-            f"this is the size in {unit} ({size:,} bytes each); the function returns "
-            f"bytes: leave out the division by {size:,}",
-        )
-        for unit, size in _UNITS
     ]
     return [(key, factor, text) for key, factor, text in table if factor is not None]
 
 
-def _kv_slips(expected, config, sizes):
-    """A :class:`Slip` for every mix of one, two or three known mistakes (fewer
-    first, each kind of mistake at most once), as the value it gives."""
-    table = _kv_slip_table(config, sizes)
-    slips = []
-    for size in (1, 2, 3):
-        for mix in itertools.combinations(table, size):
+def _cache_mistakes(config, sizes):
+    """Every mix of one, two or three known mistakes in the size of one sequence's
+    cache (fewer first, each kind at most once), as ``(count, factor, why)``:
+    how many mistakes, what they multiply the size by, and their explanation."""
+    table = _cache_slip_table(config, sizes)
+    for count in (1, 2, 3):
+        for mix in itertools.combinations(table, count):
             keys = [key for key, _, _ in mix]
             if len(set(keys)) < len(keys):
                 continue
@@ -760,56 +767,82 @@ def _kv_slips(expected, config, sizes):
             else:
                 why = "It looks like\n" + "\n".join(f"  - {p};" for p in parts)
                 why = why[:-1] + "."
-            slips.append(Slip(expected * factor, why))
+            yield count, factor, why
+
+
+_FLOOR = (
+    "A batch holds whole sequences: round down with floor division, budget_bytes "
+    "// (the bytes of one sequence's cache)."
+)
+
+
+def _batch_slips(budget, per_sequence, config, sizes):
+    """Known wrong batches for one case, as :class:`Slip` values in the order they
+    are tried: the rounding slips (at least 1 first, where nothing fits, since
+    rounding up gives 1 there too), then the mistakes in the size of the cache.
+
+    A wrong size of the cache is named only when the batch it gives is not 0 and
+    no other mix of as few mistakes gives the same batch: rounding down makes
+    different mistakes land on the same number, and then none of them can be told
+    apart from the others."""
+    right = budget // per_sequence
+    exact = budget % per_sequence == 0
+    slips = [
+        Slip(
+            1 if right == 0 else None,
+            "Not even one sequence fits here: its cache alone is larger than the "
+            "budget. Return 0 then (floor division gives it), not at least 1.",
+        ),
+        Slip(
+            None if exact else budget / per_sequence,
+            "This is budget_bytes / (bytes per sequence), not a whole number. "
+            + _FLOOR,
+        ),
+        Slip(
+            None if exact else right + 1,
+            f"This is rounded up: a batch of {right + 1} needs "
+            f"{(right + 1) * per_sequence:,} bytes, more than the budget. {_FLOOR}",
+        ),
+        Slip(
+            right - 1 if exact and right > 0 else None,
+            f"One sequence too few: {right} caches fill the budget exactly, and a "
+            "batch that fills it exactly fits (use //, not a strict comparison).",
+        ),
+    ]
+    named = {}  # batch -> (count, why); why is None where mixes collide
+    for count, factor, why in _cache_mistakes(config, sizes):
+        batch = int(budget // (per_sequence * factor))
+        if batch in (0, right):
+            continue
+        if batch not in named:
+            named[batch] = (count, why)
+        elif named[batch][0] == count:
+            named[batch] = (count, None)
+    slips += [Slip(batch, why) for batch, (_, why) in named.items() if why]
     return slips
 
 
-def _how_far(got, expected):
-    """How a wrong size compares with the right one, in words.
+@exercise_check("largest_batch")
+def check_largest_batch_fn(largest_batch):
+    """Check a function that gives the largest batch whose KV caches fit a budget.
 
-    >>> _how_far(12, 3), _how_far(1, 3), _how_far(301, 300), _how_far(0, 3)
-    ('4 times the right size', '1/3 of the right size', '1 byte too many', \
-'not a positive size')
-    """
-    if got <= 0:
-        return "not a positive size"
-    ratio = got / expected
-    if 0.99 < ratio < 1.01:
-        off = got - expected
-        count = f"{abs(off):,}" if isinstance(off, int) else f"{abs(off):g}"
-        plural = "" if abs(off) == 1 else "s"
-        return f"{count} byte{plural} too {'many' if off > 0 else 'few'}"
-    factor = ratio if ratio > 1 else 1 / ratio
-    whole = round(factor)
-    text = (
-        f"{whole:,}" if math.isclose(factor, whole, rel_tol=1e-9) else f"{factor:.4g}"
-    )
-    return (
-        f"{text} times the right size" if ratio > 1 else f"1/{text} of the right size"
-    )
-
-
-@exercise_check("kv_cache_bytes")
-def check_kv_bytes_fn(kv_cache_bytes):
-    """Check a function that gives the size of a KV cache in bytes.
-
-    Introduced in Chapter 9. ``kv_cache_bytes(config, tokens, batch=1,
-    bytes_per_number=2)`` must return the bytes that the keys and values of every
-    layer of a model with the :class:`attn_course.GPTConfig` ``config`` take for
-    ``tokens`` tokens of each of ``batch`` sequences: ``2 * num_layers * batch *
-    num_kv_heads * head_dim * tokens * bytes_per_number``, where ``head_dim =
-    d_model // num_heads``. The reference is
-    :func:`attn_course.kv_cache_numbers` times ``bytes_per_number``, for 6 cases:
-    the chapter's tiny GPT with 4 and with 1 key-value head, GPT-2 small, and the
-    published grouped configurations of Llama 2 70B and Mistral 7B (configs only;
-    no model is built), once with the defaults of ``batch`` and
-    ``bytes_per_number``.
+    Introduced in Chapter 9. ``largest_batch(config, tokens, budget_bytes,
+    bytes_per_number=2)`` must return how many sequences of ``tokens`` tokens a
+    model with the :class:`attn_course.GPTConfig` ``config`` can generate at once
+    when their KV caches must fit in ``budget_bytes`` bytes: ``budget_bytes //
+    (2 * num_layers * num_kv_heads * head_dim * tokens * bytes_per_number)``,
+    where ``head_dim = d_model // num_heads``, and 0 when not even one sequence
+    fits. The reference counts the cache with :func:`attn_course.kv_cache_numbers`,
+    for 6 cases: the chapter's tiny GPT with 4 and with 1 key-value head, GPT-2
+    small, and the published grouped configurations of Llama 2 70B and Mistral 7B
+    (configs only; no model is built), among them a budget filled exactly, one
+    that fits no sequence, and one with the default ``bytes_per_number``.
 
     Parameters
     ----------
-    kv_cache_bytes : callable
-        Your function: takes a ``GPTConfig`` and ints ``tokens``, ``batch`` and
-        ``bytes_per_number``, returns an int.
+    largest_batch : callable
+        Your function: takes a ``GPTConfig`` and ints ``tokens``,
+        ``budget_bytes`` and ``bytes_per_number``, returns an int.
 
     Returns
     -------
@@ -820,98 +853,129 @@ def check_kv_bytes_fn(kv_cache_bytes):
     ------
     AssertionError
         On the first case where the function raises, does not return a number, or
-        returns a wrong size. The usual slips are solved from the ratio to the
-        right size, up to three at once, and named: the factor 2 of keys and
-        values forgotten, ``num_heads`` (or ``d_model``) used where
+        returns a wrong batch; the message names what it returned, the right
+        batch and the bytes of one sequence's cache. The usual slips are named: a
+        division that is not rounded down, or is rounded up, at least 1 where no
+        sequence fits, one too few where the budget is filled exactly, and, up to
+        three at once, the mistakes in the size of the cache: the factor 2 of keys
+        and values forgotten, ``num_heads`` (or ``d_model``) used where
         ``num_kv_heads`` (or ``num_kv_heads * head_dim``) belongs, ``head_dim``
-        taken as ``d_model``, the layers, the batch or the tokens forgotten,
-        ``context_length`` used for ``tokens``, numbers instead of bytes, and a
-        size in KiB, MiB, GiB, kB, MB or GB instead of bytes.
+        taken as ``d_model``, the layers or the tokens forgotten,
+        ``context_length`` used for ``tokens``, and numbers counted instead of
+        bytes.
     TypeError
-        If ``kv_cache_bytes`` is not a function, e.g. a size it returned.
+        If ``largest_batch`` is not a function, e.g. a batch it returned.
 
     Examples
     --------
-    >>> def kv_cache_bytes(config, tokens, batch=1, bytes_per_number=2):
+    >>> def largest_batch(config, tokens, budget_bytes, bytes_per_number=2):
     ...     head_dim = config.d_model // config.num_heads
     ...     per_token = 2 * config.num_layers * config.num_kv_heads * head_dim
-    ...     return per_token * tokens * batch * bytes_per_number
-    >>> check_kv_bytes_fn(kv_cache_bytes)  # doctest: +NORMALIZE_WHITESPACE
-    ✅ check_kv_bytes_fn: kv_cache_bytes is right on 6 cases, e.g. 196,608 bytes
-    for the chapter's tiny GPT (64 tokens in float32); Llama 2 70B needs 1.25 GiB
-    for 4096 tokens in float16 with its 8 key-value heads, and would need 10.00 GiB
-    with 64, one per query head.
+    ...     return budget_bytes // (per_token * tokens * bytes_per_number)
+    >>> check_largest_batch_fn(largest_batch)  # doctest: +NORMALIZE_WHITESPACE
+    ✅ check_largest_batch_fn: largest_batch is right on 6 cases, e.g. 32
+    sequences of 4096 tokens of Llama 2 70B in 40 GiB (1.25 GiB each in
+    float16), where 64 key-value heads, one per query head, would fit 4; and 0
+    where not even one sequence fits.
     """
-    check = "check_kv_bytes_fn"
-    cases = _kv_cases()
+    check = "check_largest_batch_fn"
+    cases = _batch_cases()
 
     def verify(case, got):
-        expected, sizes = case.data
-        config = case.args[0]
-        got = as_count(
-            got, check, case.description, "the size in bytes", keep_floats=True
-        )
+        expected, per_sequence, sizes = case.data
+        config, tokens, budget = case.args[:3]
+        got = as_count(got, check, case.description, "the batch", keep_floats=True)
         if isinstance(got, float) and got.is_integer():
-            got = int(got)  # 2.0 ** 30 bytes is a fine answer
+            got = int(got)  # 32.0 sequences is a fine answer
         if got == expected:
             return
-        slips = _kv_slips(expected, config, sizes)
+        slips = _batch_slips(budget, per_sequence, config, sizes)
         why = first_slip(got, slips, atol=0, rtol=1e-9)
         if why is None and isinstance(got, float):
-            why = "Return the size in bytes, a whole number (an int)."
+            why = "Return a whole number of sequences (an int): round down with //."
+        if why is None and got == 0:
+            why = (
+                f"Your function says no sequence fits, but {expected:,} caches fit "
+                "in the budget: count the bytes of one sequence's cache again."
+            )
         if why is None:
             why = (
-                "Count every number of the cache once: for each layer, a key and a "
-                "value of head_dim = d_model // num_heads numbers for every "
-                "key-value head, token and sequence; then multiply by "
-                "bytes_per_number."
+                "Count the bytes of one sequence's cache: a key and a value of "
+                "head_dim = d_model // num_heads numbers for every layer, key-value "
+                "head and token, times bytes_per_number; then take how many whole "
+                "caches fit in budget_bytes."
             )
         shown = f"{got:,}" if isinstance(got, int) else f"{got:g}"
         raise AssertionError(
-            f"{check}: for {case.description} your function returned {shown}, "
-            f"{_how_far(got, expected)}. {why}"
+            f"{check}: for {case.description}, your function returned {shown}, but "
+            f"the right batch is {expected:,} (one sequence's cache takes "
+            f"{per_sequence:,} bytes). {why}"
         )
 
-    tiny, llama = cases[1], cases[4]
-    grouped = llama.data[0]
-    llama_config = llama.args[0]
-    ungrouped = grouped * llama_config.num_heads // llama_config.num_kv_heads
+    llama = cases[1]
+    batch, per_sequence, _ = llama.data
+    llama_config, _, llama_budget = llama.args
+    shared = llama_config.num_heads // llama_config.num_kv_heads
     run_cases(
         check,
-        kv_cache_bytes,
+        largest_batch,
         cases,
         verify,
-        example="kv_cache_bytes",
-        success=f"kv_cache_bytes is right on {len(cases)} cases, e.g. "
-        f"{tiny.data[0]:,} bytes for the chapter's tiny GPT (64 tokens in float32); "
-        f"Llama 2 70B needs {grouped / 2**30:.2f} GiB for 4096 tokens in float16 "
-        f"with its {llama_config.num_kv_heads} key-value heads, and would need "
-        f"{ungrouped / 2**30:.2f} GiB with {llama_config.num_heads}, one per query "
-        "head.",
+        example="largest_batch",
+        success=f"largest_batch is right on {len(cases)} cases, e.g. {batch} "
+        f"sequences of 4096 tokens of Llama 2 70B in {llama_budget / _GIB:.0f} GiB "
+        f"({per_sequence / _GIB:.2f} GiB each in float16), where "
+        f"{llama_config.num_heads} key-value heads, one per query head, would fit "
+        f"{llama_budget // (per_sequence * shared)}; and 0 where not even one "
+        "sequence fits.",
     )
 
 
-# --- a sliding-window mask -----------------------------------------------------------
+# --- a dilated sliding window --------------------------------------------------------
 
-# (T, window): the first tells the slips apart; then a window of 1, a window as
-# long as the sequence and one longer (the causal mask), and a single token.
-_WINDOW_CASES = ((6, 3), (8, 2), (5, 1), (4, 4), (3, 5), (1, 1), (1, 3))
+# (T, window, dilation): the first tells the slips apart; then dilations of 3 and
+# of 1 (the sliding window), a window that reaches past the start, a window of 1,
+# a single token, and a window longer than the sequence with dilation 1 (the
+# causal mask).
+_DILATED_CASES = (
+    (10, 3, 2),
+    (9, 2, 3),
+    (8, 3, 1),
+    (6, 4, 2),
+    (5, 1, 3),
+    (1, 2, 2),
+    (5, 7, 1),
+)
 
 
-def _window_cases():
+def _dilated(T, window, dilation):
+    """The right dilated window: query i sees keys i, i - dilation, ...,
+    i - (window - 1) * dilation that exist.
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    output : (T, T)
+    """
+    back = torch.arange(T)[:, None] - torch.arange(T)[None, :]  # (T, T): i - j
+    return (back >= 0) & (back % dilation == 0) & (back < window * dilation)
+
+
+def _dilated_cases():
     cases = []
-    for T, window in _WINDOW_CASES:
+    for T, window, dilation in _DILATED_CASES:
         note = ""
-        if window >= T:
-            note = " (window >= T: the causal mask)"
+        if dilation == 1:
+            note = " (dilation 1: the sliding window)"
         elif window == 1:
             note = " (each query sees itself only)"
-        cases.append(Case(f"T = {T}, window = {window}{note}", (T, window)))
+        text = f"T = {T}, window = {window}, dilation = {dilation}{note}"
+        cases.append(Case(text, (T, window, dilation)))
     return cases
 
 
-def _window_slips(T, window, expected):
-    """Known wrong masks for ``(T, window)``, True = may attend.
+def _dilated_slips(T, window, dilation, expected):
+    """Known wrong masks for ``(T, window, dilation)``, True = may attend.
 
     Shapes
     ------
@@ -920,77 +984,75 @@ def _window_slips(T, window, expected):
     """
     i = torch.arange(T)[:, None]  # (T, 1): the query
     j = torch.arange(T)[None, :]  # (1, T): the key
-    causal = causal_mask(T)
-    before = window - 1
+    back = i - j  # (T, T)
+    span = window * dilation
+    oldest = (window - 1) * dilation
     rule = (
-        f"query i sees the keys j with i - window < j <= i, itself and the "
-        f"window - 1 = {before} key{'s' * (before != 1)} before it"
+        f"query i sees the {window} keys i, i - {dilation}, ..., i - {oldest} "
+        "(i - (window - 1) * dilation) that are >= 0"
     )
     return [
-        Slip(~expected, INVERTED),
+        # A single token has one wrong mask, [[False]]: it is no sign of a convention.
+        Slip(~expected if T > 1 else None, INVERTED),
         Slip(
-            sliding_window_mask(T, window + 1),
-            f"each query sees window + 1 = {window + 1} keys, one too many: {rule} "
-            "(j > i - window, not j >= i - window)",
+            (back % dilation == 0) & (back.abs() < span),
+            "the window reaches into the future: query i sees keys after it. Keep "
+            f"j <= i; {rule}",
         ),
         Slip(
-            sliding_window_mask(T, window - 1) if window > 1 else None,
-            f"each query sees window - 1 = {window - 1} keys, one too few: the "
-            f"window of {window} counts the query itself; {rule}",
+            (back >= 0) & (back % dilation == 0) & (back < window),
+            f"the window ends {window - 1} positions back, so it holds fewer than "
+            f"{window} keys: window counts keys, not positions, and the oldest key "
+            f"lies (window - 1) * dilation = {oldest} positions back; {rule}",
         ),
         Slip(
-            (i - j).abs() < window,
-            "the window reaches forward too (a band around the diagonal): query i "
-            f"sees keys after it. The window is causal: {rule}",
+            (back >= 0) & (back % dilation == 0) & (back <= span),
+            f"each query sees window + 1 = {window + 1} keys, one too many (back "
+            f"to i - window * dilation = i - {span}); {rule}",
         ),
         Slip(
-            (i - j).abs() <= window,
-            "the window reaches forward too (a band around the diagonal): query i "
-            f"sees keys after it. The window is causal: {rule}",
+            (back >= 0) & (j % dilation == 0) & (back < span),
+            "the keys are the positions j that are multiples of the dilation "
+            "(j % dilation == 0), the same for every query, as in the strided "
+            "pattern; here they are counted back from each query, (i - j) % "
+            f"dilation == 0; {rule}",
         ),
         Slip(
-            torch.eye(T, dtype=torch.bool),
-            f"only the diagonal is True: each query sees itself alone, but with "
-            f"window = {window}, {rule}",
+            (back >= 0) & (back < span),
+            f"there are no gaps: every key of the last {span} positions is seen. "
+            f"The keys must be {dilation} apart, (i - j) % dilation == 0; {rule}",
         ),
         Slip(
-            (j < window) & causal,
-            "the window is aligned at the start of the sequence (keys j < window) "
-            f"instead of ending at the query: {rule}",
-        ),
-        Slip(
-            (j < window).expand(T, T),
-            "the window is aligned at the start of the sequence (keys j < window) "
-            f"instead of ending at the query: {rule}",
-        ),
-        Slip(
-            causal,
-            f"this is the causal mask: the window is missing. Remove the keys "
-            f"window = {window} or more steps back: {rule}",
+            sliding_window_mask(T, window) if dilation > 1 else None,
+            f"this is the sliding window of {window} without the dilation: the "
+            f"keys must be {dilation} apart; {rule}",
         ),
         Slip(
             expected.T,
-            "this is the window transposed: row i is query i and column j is key "
-            f"j; {rule}",
+            f"this is the mask transposed: row i is query i and column j is key j; "
+            f"{rule}",
         ),
     ]
 
 
-@exercise_check("window_mask")
-def check_window_mask_fn(window_mask):
-    """Check a function that builds a sliding-window mask.
+@exercise_check("dilated_window_mask")
+def check_dilated_mask_fn(dilated_window_mask):
+    """Check a function that builds a dilated sliding-window mask.
 
-    Introduced in Chapter 9. ``window_mask(T, window)`` must return a bool
-    ``(T, T)`` mask, ``True`` where query ``i`` may attend to key ``j``: when
-    ``i - window < j <= i``, the query itself and the ``window - 1`` keys before
-    it. The reference is :func:`attn_course.sliding_window_mask`. It is tried on 7
-    pairs ``(T, window)``: a window of 1, a window as long as the sequence and one
-    longer (both give the causal mask), and a single token.
+    Introduced in Chapter 9. ``dilated_window_mask(T, window, dilation)`` must
+    return a bool ``(T, T)`` mask, ``True`` where query ``i`` may attend to key
+    ``j``: the ``window`` keys ``i, i - dilation, ..., i - (window - 1) *
+    dilation`` that are ``>= 0``, nothing after the query. With ``dilation = 1``
+    it is :func:`attn_course.sliding_window_mask`. It is tried on 7 triples
+    ``(T, window, dilation)``: dilations of 1, 2 and 3, a window of 1, a window
+    that reaches past the first token, a window longer than the sequence, and a
+    single token.
 
     Parameters
     ----------
-    window_mask : callable
-        Your function: takes ints ``T`` and ``window``, returns the mask.
+    dilated_window_mask : callable
+        Your function: takes ints ``T``, ``window`` and ``dilation``, returns the
+        mask.
 
     Returns
     -------
@@ -1002,13 +1064,13 @@ def check_window_mask_fn(window_mask):
     AssertionError
         If the function raises, returns something that is not a tensor, has the
         wrong shape or dtype (a float mask of 0 and -inf is named), or wrong
-        entries; the usual slips are named: a window of ``window + 1`` or
-        ``window - 1`` keys, a band that reaches forward too, the inverted
-        convention (True = blocked), only the diagonal, a window aligned at the
-        start of the sequence, the causal mask without the window, and the mask
-        transposed.
+        entries; the usual slips are named: a window that reaches into the
+        future, a window of ``window`` positions instead of ``window`` keys, one
+        key too many, keys at multiples of the dilation instead of counted back
+        from the query, no gaps, the sliding window without the dilation, the
+        inverted convention (True = blocked) and the mask transposed.
     TypeError
-        If ``window_mask`` is not a function, e.g. a mask it returned.
+        If ``dilated_window_mask`` is not a function, e.g. a mask it returned.
 
     Shapes
     ------
@@ -1017,22 +1079,22 @@ def check_window_mask_fn(window_mask):
 
     Examples
     --------
-    >>> def window_mask(T, window):
-    ...     i = torch.arange(T)[:, None]
-    ...     j = torch.arange(T)[None, :]
-    ...     return (j <= i) & (j > i - window)
-    >>> check_window_mask_fn(window_mask)  # doctest: +NORMALIZE_WHITESPACE
-    ✅ check_window_mask_fn: window_mask equals sliding_window_mask on 7 cases (T
-    from 1 to 8, window from 1 to 5, window >= T included): query i sees keys i -
-    window < j <= i, itself and the window - 1 keys before it.
+    >>> def dilated_window_mask(T, window, dilation):
+    ...     back = torch.arange(T)[:, None] - torch.arange(T)[None, :]
+    ...     return (back >= 0) & (back % dilation == 0) & (back < window * dilation)
+    >>> check_dilated_mask_fn(dilated_window_mask)  # doctest: +NORMALIZE_WHITESPACE
+    ✅ check_dilated_mask_fn: dilated_window_mask is right on 7 cases (T from 1 to
+    10, window from 1 to 7, dilation from 1 to 3): query i sees keys i, i -
+    dilation, ..., i - (window - 1) * dilation, and with dilation 1 it equals
+    sliding_window_mask.
     """
-    check = "check_window_mask_fn"
-    cases = _window_cases()
+    check = "check_dilated_mask_fn"
+    cases = _dilated_cases()
 
     def verify(case, mask):
-        T, window = case.args
+        T, window, dilation = case.args
         name = f"{check}: your mask for {case.description}"
-        expected = sliding_window_mask(T, window)  # (T, T)
+        expected = _dilated(T, window, dilation)  # (T, T)
         mask = expect_tensor(mask, name)
         expect_shape(mask, expected, name)
         if mask.dtype != torch.bool:
@@ -1052,8 +1114,8 @@ def check_window_mask_fn(window_mask):
                 ),
             ]
             fix = first_slip(mask, slips, atol=0, rtol=0) or (
-                "build it from comparisons of the positions (j <= i, j > i - window) "
-                "and combine them with &, which gives a bool tensor"
+                "build it from comparisons of the positions and combine them with "
+                "&, which gives a bool tensor"
             )
             raise AssertionError(f"{name}: dtype is {mask.dtype}, not bool; {fix}.")
 
@@ -1062,28 +1124,31 @@ def check_window_mask_fn(window_mask):
             allowed = "may" if bool(expected[i, j]) else "may not"
             return (
                 f"entry {fmt_index((i, j))} is {bool(mask[i, j])}, but query {i} "
-                f"{allowed} attend to key {j}: query i sees keys i - window < j <= i"
+                f"{allowed} attend to key {j}: query i sees keys i, i - dilation, "
+                "..., i - (window - 1) * dilation that are >= 0"
             )
 
         expect_mask(
             mask,
             expected,
-            _window_slips(T, window, expected),
+            _dilated_slips(T, window, dilation, expected),
             name,
             otherwise=wrong_entry,
             shown=mask.int(),
         )
 
-    sizes = [T for T, _ in _WINDOW_CASES]
-    windows = [w for _, w in _WINDOW_CASES]
+    sizes = [T for T, _, _ in _DILATED_CASES]
+    windows = [w for _, w, _ in _DILATED_CASES]
+    dilations = [d for _, _, d in _DILATED_CASES]
     run_cases(
         check,
-        window_mask,
+        dilated_window_mask,
         cases,
         verify,
-        example="window_mask",
-        success=f"window_mask equals sliding_window_mask on {len(cases)} cases (T "
-        f"from {min(sizes)} to {max(sizes)}, window from {min(windows)} to "
-        f"{max(windows)}, window >= T included): query i sees keys i - window < j "
-        "<= i, itself and the window - 1 keys before it.",
+        example="dilated_window_mask",
+        success=f"dilated_window_mask is right on {len(cases)} cases (T from "
+        f"{min(sizes)} to {max(sizes)}, window from {min(windows)} to "
+        f"{max(windows)}, dilation from {min(dilations)} to {max(dilations)}): "
+        "query i sees keys i, i - dilation, ..., i - (window - 1) * dilation, and "
+        "with dilation 1 it equals sliding_window_mask.",
     )

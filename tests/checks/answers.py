@@ -313,27 +313,29 @@ def unguarded_step(m, s, block):
     return m_new, s * torch.exp(m - m_new) + terms
 
 
-def kv_cache_bytes(config, tokens, batch=1, bytes_per_number=2):
+def largest_batch(config, tokens, budget_bytes, bytes_per_number=2):
     head_dim = config.d_model // config.num_heads
-    per_token = 2 * config.num_layers * config.num_kv_heads * head_dim
-    return per_token * tokens * batch * bytes_per_number
+    per_token = 2 * config.num_layers * config.num_kv_heads * head_dim  # numbers
+    return budget_bytes // (per_token * tokens * bytes_per_number)
 
 
-def kv_cache_bytes_all_heads(config, tokens, batch=1, bytes_per_number=2):
-    per_token = 2 * config.num_layers * config.d_model
-    return per_token * tokens * batch * bytes_per_number
+def largest_batch_all_heads(config, tokens, budget_bytes, bytes_per_number=2):
+    per_token = 2 * config.num_layers * config.d_model  # every query head cached
+    return budget_bytes // (per_token * tokens * bytes_per_number)
 
 
-def window_mask(T, window):
+def dilated_window_mask(T, window, dilation):
     i = torch.arange(T)[:, None]  # (T, 1): queries
     j = torch.arange(T)[None, :]  # (1, T): keys
-    return (j <= i) & (j > i - window)
+    back = i - j  # how far key j lies behind query i
+    return (back >= 0) & (back % dilation == 0) & (back <= (window - 1) * dilation)
 
 
-def band_mask(T, window):
+def dilated_band_mask(T, window, dilation):
     i = torch.arange(T)[:, None]
     j = torch.arange(T)[None, :]
-    return (i - j).abs() < window
+    apart = (i - j).abs()  # the future too
+    return (apart % dilation == 0) & (apart < window * dilation)
 
 
 # --- Chapter 10 ---------------------------------------------------------------------
@@ -585,14 +587,14 @@ EXAMPLES = [
         lambda: checks.check_online_step_fn(draws(unguarded_step)),
     ),
     Example(
-        "check_kv_bytes_fn",
-        lambda: checks.check_kv_bytes_fn(draws(kv_cache_bytes)),
-        lambda: checks.check_kv_bytes_fn(draws(kv_cache_bytes_all_heads)),
+        "check_largest_batch_fn",
+        lambda: checks.check_largest_batch_fn(draws(largest_batch)),
+        lambda: checks.check_largest_batch_fn(draws(largest_batch_all_heads)),
     ),
     Example(
-        "check_window_mask_fn",
-        lambda: checks.check_window_mask_fn(draws(window_mask)),
-        lambda: checks.check_window_mask_fn(draws(band_mask)),
+        "check_dilated_mask_fn",
+        lambda: checks.check_dilated_mask_fn(draws(dilated_window_mask)),
+        lambda: checks.check_dilated_mask_fn(draws(dilated_band_mask)),
     ),
     Example(
         "check_path_length_fn",

@@ -8,27 +8,39 @@ import numpy as np
 import pytest
 import torch
 
-from attn_course import GPTConfig, checks, online_softmax, sliding_window_mask
+from attn_course import (
+    GPT,
+    GPTConfig,
+    KVCache,
+    checks,
+    online_softmax,
+    sliding_window_mask,
+)
+from attn_course.checks._kit import first_slip
 from attn_course.checks.efficient import (
-    _UNITS,
+    _BATCH_CASES,
+    _DILATED_CASES,
+    _batch_cases,
+    _batch_slips,
+    _cache_bytes,
+    _cache_mistakes,
+    _cache_slip_table,
     _configs,
+    _dilated,
+    _dilated_cases,
+    _dilated_slips,
     _fold_rows,
-    _kv_cases,
-    _kv_slip_table,
-    _kv_slips,
     _online_cases,
     _step,
     _sum_slips,
-    _window_cases,
-    _window_slips,
 )
 
 from .answers import (
+    dilated_window_mask,
     failure,
-    kv_cache_bytes,
+    largest_batch,
     online_softmax_step,
     unguarded_step,
-    window_mask,
     wrong_call_test,
 )
 
@@ -296,7 +308,7 @@ def test_check_online_step_fn_never_shows_the_right_sums():
         assert f"{float(value):.4f}" not in message
 
 
-# --- check_kv_bytes_fn ---------------------------------------------------------------
+# --- check_largest_batch_fn ----------------------------------------------------------
 
 
 def test_the_configurations_are_the_published_ones():
@@ -313,304 +325,538 @@ def test_the_configurations_are_the_published_ones():
     assert (llama.num_layers, llama.num_heads, llama.num_kv_heads) == (80, 64, 8)
     assert (mistral.num_layers, mistral.num_heads, mistral.num_kv_heads) == (32, 32, 8)
     assert (llama.context_length, mistral.context_length) == (4096, 8192)
+    assert (llama.d_model, mistral.d_model) == (8192, 4096)
+    gpt2 = configs["gpt2"]
+    assert (gpt2.num_layers, gpt2.num_heads, gpt2.d_model) == (12, 12, 768)
     assert configs["tiny-mqa"].num_kv_heads == 1
     assert configs["tiny"].num_kv_heads == configs["tiny"].num_heads == 4
 
 
-def test_the_reference_sizes_are_those_of_the_formula():
-    for case in _kv_cases():
-        config, tokens, *rest = case.args
-        batch, size = rest or (1, 2)
-        d = config.d_model // config.num_heads
-        formula = 2 * config.num_layers * batch * config.num_kv_heads * d * tokens
-        assert case.data[0] == formula * size
+def cache_bytes(config, tokens, bytes_per_number):
+    """The bytes of one sequence's KV cache, written out."""
+    head_dim = config.d_model // config.num_heads
+    numbers = 2 * config.num_layers * config.num_kv_heads * head_dim * tokens
+    return numbers * bytes_per_number
 
 
-def test_the_kv_cases_cover_the_defaults_and_both_sizes_of_a_number():
-    cases = _kv_cases()
-    assert any(len(case.args) == 2 for case in cases)  # the defaults
+def bytes_per_number_of(case):
+    return case.args[3] if len(case.args) == 4 else 2
+
+
+def test_the_reference_batch_is_the_formula():
+    for case in _batch_cases():
+        config, tokens, budget = case.args[:3]
+        size = bytes_per_number_of(case)
+        expected, per_sequence, sizes = case.data
+        assert per_sequence == cache_bytes(config, tokens, size)
+        assert per_sequence == _cache_bytes(config, tokens, size)
+        assert expected == budget // per_sequence == largest_batch(*case.args)
+        assert expected * per_sequence <= budget < (expected + 1) * per_sequence
+        assert sizes == {"bytes": size, "tokens": tokens}
+
+
+@pytest.mark.parametrize("key", ["tiny", "tiny-mqa"])
+def test_a_real_cache_of_the_tiny_models_holds_the_reference_size(key):
+    config = _configs()[key]
+    torch.manual_seed(0)
+    model = GPT(config).eval()
+    cache = KVCache(config.num_layers)
+    with torch.no_grad():
+        model(torch.zeros(2, 64, dtype=torch.long), cache=cache)  # 2 sequences
+    assert cache.nbytes() == 2 * _cache_bytes(config, 64, 4)  # float32 weights
+    assert cache.numbers() == 2 * _cache_bytes(config, 64, 1)
+
+
+def test_the_batch_cases_cover_what_the_exercise_promises():
+    cases = _batch_cases()
+    assert len(cases) == len(_BATCH_CASES) == 6
+    assert any(len(case.args) == 3 for case in cases)  # the default of 2 bytes
     assert {case.args[3] for case in cases if len(case.args) == 4} == {2, 4}
-    assert any(len(case.args) == 4 and case.args[2] > 1 for case in cases)
+    rights = [case.data[0] for case in cases]
+    exact = [c.args[2] % c.data[1] == 0 and c.data[0] > 0 for c in cases]
+    assert exact.count(True) == 1 and exact[1]  # Llama 2 70B in 40 GiB
+    assert 0 in rights  # a budget that fits no sequence
+    assert len(set(rights)) == len(rights)
+    grouped = [c.args[0].num_kv_heads < c.args[0].num_heads for c in cases]
+    assert grouped[0] and grouped[1]
+    assert any(c.args[0].num_kv_heads == 1 for c in cases)  # multi-query
+    first, per_sequence = cases[0], cases[0].data[1]
+    budget = first.args[2]
+    assert budget % per_sequence != 0 and budget // per_sequence > 1  # floor != ceil
+    assert first.args[1] < first.args[0].context_length
+    assert bytes_per_number_of(first) == 4
 
 
-def test_every_single_slip_of_the_first_kv_case_gives_its_own_size():
-    case = _kv_cases()[0]
-    expected, sizes = case.data
-    config = case.args[0]
-    table = _kv_slip_table(config, sizes)
-    assert {key for key, _, _ in table} == {
+def first_case_table():
+    case = _batch_cases()[0]
+    right, per_sequence, sizes = case.data
+    config, _, budget = case.args[:3]
+    table = _cache_slip_table(config, sizes)
+    batches = {
+        text: int(budget // (per_sequence * factor)) for _, factor, text in table
+    }
+    return case, right, batches
+
+
+def test_every_single_mistake_of_the_first_batch_case_gives_its_own_batch():
+    case, right, batches = first_case_table()
+    config, sizes = case.args[0], case.data[2]
+    keys = [key for key, _, _ in _cache_slip_table(config, sizes)]
+    assert keys == ["pair", "heads", "head_dim", "layers", "tokens", "tokens", "bytes"]
+    given = list(batches.values())
+    assert len(set(given)) == len(given)
+    assert right not in given
+    budget, per_sequence = case.args[2], case.data[1]
+    rounding = [budget / per_sequence, right + 1]
+    assert not set(rounding) & {right, *given}
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
         "pair",
         "heads",
         "head_dim",
         "layers",
-        "batch",
         "tokens",
         "bytes",
-        "unit",
-    }
-    sizes_given = [expected * factor for _, factor, _ in table]
-    assert len(set(sizes_given)) == len(sizes_given)
-    assert expected not in sizes_given
+    ],
+)
+def test_each_single_mistake_is_named_in_the_first_batch_case(key):
+    case = _batch_cases()[0]
+    right, per_sequence, sizes = case.data
+    config, _, budget = case.args[:3]
+    slips = _batch_slips(budget, per_sequence, config, sizes)
+    for slip_key, factor, text in _cache_slip_table(config, sizes):
+        if slip_key != key:
+            continue
+        batch = budget // (per_sequence * factor)
+        assert batch not in (0, right)
+        assert first_slip(batch, slips, atol=0, rtol=1e-9) == f"It looks like {text}."
 
 
-def test_no_mix_of_kv_slips_gives_the_right_size():
-    for case in _kv_cases():
-        expected, sizes = case.data
-        for slip in _kv_slips(expected, case.args[0], sizes):
-            assert not math.isclose(slip.gives, expected)
+def test_no_slip_of_a_batch_case_gives_the_right_batch():
+    for case in _batch_cases():
+        right, per_sequence, sizes = case.data
+        config, _, budget = case.args[:3]
+        slips = _batch_slips(budget, per_sequence, config, sizes)
+        assert slips  # every case names some slips
+        for slip in slips:
+            assert slip.gives is None or not math.isclose(slip.gives, right)
 
 
-def test_check_kv_bytes_fn_accepts_right_functions(capsys):
-    def with_the_package(config, tokens, batch=1, bytes_per_number=2):
+def test_no_two_named_slips_of_a_batch_case_give_the_same_batch():
+    for case in _batch_cases():
+        right, per_sequence, sizes = case.data
+        config, _, budget = case.args[:3]
+        slips = _batch_slips(budget, per_sequence, config, sizes)
+        given = [slip.gives for slip in slips if slip.gives is not None]
+        if right == 0:  # at least 1 and rounded up are both 1: at least 1 is first
+            assert given.count(1) == 2 and slips[0].gives == 1
+            given.remove(1)
+        assert len(set(given)) == len(given), case.description
+        assert 0 not in given
+
+
+def test_mixes_that_give_the_same_batch_are_left_unnamed():
+    case = _batch_cases()[0]
+    right, per_sequence, sizes = case.data
+    config, _, budget = case.args[:3]
+    named = {s.gives for s in _batch_slips(budget, per_sequence, config, sizes)}
+    by_batch = {}
+    for count, factor, _ in _cache_mistakes(config, sizes):
+        by_batch.setdefault(int(budget // (per_sequence * factor)), []).append(count)
+    ambiguous = [
+        batch
+        for batch, counts in by_batch.items()
+        if batch not in (0, right) and counts.count(min(counts)) > 1
+    ]
+    assert 266 in ambiguous  # the keys only and numbers, or num_heads and no layers
+    for batch in ambiguous:
+        assert batch not in named
+
+
+def test_check_largest_batch_fn_accepts_right_functions(capsys):
+    def with_the_package(config, tokens, budget_bytes, bytes_per_number=2):
         from attn_course import kv_cache_numbers
 
         d = config.d_model // config.num_heads
-        n = kv_cache_numbers(config.num_layers, config.num_kv_heads, d, tokens, batch)
-        return n * bytes_per_number
+        n = kv_cache_numbers(config.num_layers, config.num_kv_heads, d, tokens)
+        return budget_bytes // (n * bytes_per_number)
 
-    checks.check_kv_bytes_fn(kv_cache_bytes)
-    checks.check_kv_bytes_fn(with_the_package)
-    checks.check_kv_bytes_fn(lambda *a: float(kv_cache_bytes(*a)))
-    checks.check_kv_bytes_fn(lambda *a: torch.tensor(kv_cache_bytes(*a)))
-    checks.check_kv_bytes_fn(lambda *a: np.int64(kv_cache_bytes(*a)))
+    def by_counting(config, tokens, budget_bytes, bytes_per_number=2):
+        one = cache_bytes(config, tokens, bytes_per_number)
+        batch = 0
+        while (batch + 1) * one <= budget_bytes:
+            batch += 1
+        return batch
+
+    right_functions = (
+        largest_batch,
+        with_the_package,
+        by_counting,
+        lambda *a: float(largest_batch(*a)),
+        lambda *a: torch.tensor(largest_batch(*a)),
+        lambda *a: np.int64(largest_batch(*a)),
+    )
+    for fn in right_functions:
+        checks.check_largest_batch_fn(fn)
     out = capsys.readouterr().out
-    assert out.count("✅ check_kv_bytes_fn:") == 5
-    assert "196,608 bytes for the chapter's tiny GPT" in out
-    assert "1.25 GiB" in out and "10.00 GiB with 64" in out
+    assert out.count("✅ check_largest_batch_fn:") == len(right_functions)
+    assert "right on 6 cases" in out and "32 sequences" in out
+    assert "1.25 GiB" in out and "would fit 4" in out
 
 
-def bytes_with(
+def batch_with(
     *,
     pair=2,
-    kv="num_kv_heads",
+    heads="num_kv_heads",
     head_dim="right",
     layers=True,
-    batch_=True,
     tokens_="tokens",
     numbers=False,
-    unit=1,
 ):
-    """kv_cache_bytes with some slips."""
+    """largest_batch with some mistakes in the size of one sequence's cache."""
 
-    def size(config, tokens, batch=1, bytes_per_number=2):
-        d = (
-            config.d_model
-            if head_dim == "d_model"
-            else config.d_model // config.num_heads
-        )
-        heads = getattr(config, kv)
-        count = pair * heads * d
-        count *= config.num_layers if layers else 1
-        count *= batch if batch_ else 1
-        count *= tokens if tokens_ == "tokens" else config.context_length
-        count *= 1 if numbers else bytes_per_number
-        return count / unit if unit != 1 else count
+    def batch(config, tokens, budget_bytes, bytes_per_number=2):
+        if head_dim == "d_model":
+            d = config.d_model
+        else:
+            d = config.d_model // config.num_heads
+        size = pair * getattr(config, heads) * d
+        size *= config.num_layers if layers else 1
+        size *= {"tokens": tokens, "none": 1, "context": config.context_length}[tokens_]
+        size *= 1 if numbers else bytes_per_number
+        return budget_bytes // size
 
-    return size
+    return batch
 
 
-def d_model_for_width(config, tokens, batch=1, bytes_per_number=2):
-    return 2 * config.num_layers * batch * config.d_model * tokens * bytes_per_number
+def d_model_for_width(config, tokens, budget_bytes, bytes_per_number=2):
+    return budget_bytes // (2 * config.num_layers * config.d_model * tokens * 4)
 
 
-FIRST = "for Mistral 7B, 3 sequences of 4096 tokens in float32"
+def rounded_up(config, tokens, budget_bytes, bytes_per_number=2):
+    return math.ceil(budget_bytes / cache_bytes(config, tokens, bytes_per_number))
+
+
+def strictly_below(config, tokens, budget_bytes, bytes_per_number=2):
+    one, batch = cache_bytes(config, tokens, bytes_per_number), 0
+    while (batch + 1) * one < budget_bytes:
+        batch += 1
+    return batch
+
+
+FIRST = "Mistral 7B, sequences of 3072 tokens in float32, a budget of 25 GiB"
+EXACT = (
+    "Llama 2 70B, sequences of 4096 tokens, a budget of 40 GiB, with the default "
+    "bytes_per_number=2"
+)
+NONE_FITS = "Llama 2 70B, sequences of 4096 tokens in float16, a budget of 1 GiB"
 
 
 @pytest.mark.parametrize(
-    ("fn", "fragments"),
+    ("fn", "where", "fragments"),
     [
-        (bytes_with(pair=1), ["1/2 of the right size", "a key AND a value"]),
         (
-            bytes_with(kv="num_heads"),
-            ["4 times the right size", "num_heads (32) is used where num_kv_heads (8)"],
-        ),
-        (d_model_for_width, ["d_model (4096) where num_kv_heads * head_dim (1024)"]),
-        (bytes_with(head_dim="d_model"), ["head_dim is taken as d_model (4096)"]),
-        (bytes_with(layers=False), ["1/32 of", "the layers are missing"]),
-        (bytes_with(batch_=False), ["1/3 of", "the batch is missing (a factor of 3)"]),
-        (bytes_with(numbers=True), ["counts numbers, not bytes", "(4 here)"]),
-        (
-            bytes_with(tokens_="context"),
-            ["config.context_length (8192) is used instead of tokens (4096)"],
-        ),
-        (bytes_with(unit=2**20), ["returned 3,072", "this is the size in MiB"]),
-        (bytes_with(unit=2**30), ["returned 3, ", "this is the size in GiB"]),
-        (bytes_with(unit=10**9), ["returned 3.22123", "the size in GB"]),
-        (
-            bytes_with(pair=1, batch_=False),
-            ["1/6 of", "It looks like\n  - only the keys", "\n  - the batch"],
+            lambda c, t, b, n=2: b / cache_bytes(c, t, n),
+            FIRST,
+            ["returned 33.3333, but the right batch is 33", "not a whole number"],
         ),
         (
-            bytes_with(pair=1, batch_=False, numbers=True),
-            ["1/24 of", "\n  - only the keys", "\n  - the batch", "\n  - this counts"],
+            rounded_up,
+            FIRST,
+            ["returned 34,", "rounded up: a batch of 34 needs 27,380,416,512 bytes"],
         ),
-        (lambda *a: kv_cache_bytes(*a) + 1, ["1 byte too many", "Count every number"]),
-        (lambda *a: kv_cache_bytes(*a) / 7, ["1/7 of the right", "a whole number"]),
-        (lambda *a: "a lot", ["returned 'a lot'", "a whole number (an int)"]),
-        (lambda *a: [kv_cache_bytes(*a)], ["a whole number (an int)"]),
-        (lambda *a: 0, ["not a positive size"]),
-        (lambda config, tokens: 1, ["raised TypeError", "positional argument"]),
-        (lambda *a: 1 / 0, ["your function raised ZeroDivisionError"]),
+        (
+            lambda *a: largest_batch(*a) + 0.5,
+            FIRST,
+            ["returned 33.5,", "Return a whole number of sequences (an int)"],
+        ),
+        (
+            lambda *a: max(1, largest_batch(*a)),
+            NONE_FITS,
+            ["returned 1, but the right batch is 0", "not at least 1"],
+        ),
+        (
+            strictly_below,
+            EXACT,
+            ["returned 31,", "32 caches fill the budget exactly", "strict comparison"],
+        ),
+        (
+            batch_with(pair=1),
+            FIRST,
+            ["returned 66,", "only the keys (or only the values)", "a key AND a value"],
+        ),
+        (
+            batch_with(heads="num_heads"),
+            FIRST,
+            ["returned 8,", "num_heads (32) is used where num_kv_heads (8) belongs"],
+        ),
+        (
+            d_model_for_width,
+            FIRST,
+            ["returned 8,", "d_model (4096) where num_kv_heads * head_dim (1024)"],
+        ),
+        (
+            batch_with(head_dim="d_model"),
+            FIRST,
+            ["returned 1,", "head_dim is taken as d_model (4096)"],
+        ),
+        (
+            batch_with(layers=False),
+            FIRST,
+            ["returned 1,066,", "the layers are missing (a factor of 32)"],
+        ),
+        (
+            batch_with(tokens_="none"),
+            FIRST,
+            ["returned 102,400,", "the tokens are missing (a factor of 3072)"],
+        ),
+        (
+            batch_with(tokens_="context"),
+            FIRST,
+            ["returned 12,", "context_length (8192) is used instead of tokens (3072)"],
+        ),
+        (
+            batch_with(numbers=True),
+            FIRST,
+            ["returned 133,", "counted in numbers, not bytes", "(4 here)"],
+        ),
+        (
+            batch_with(pair=1, layers=False),
+            FIRST,
+            ["returned 2,133,", "It looks like\n  - only the keys", "\n  - the layers"],
+        ),
+        (
+            batch_with(pair=1, layers=False, tokens_="none"),
+            FIRST,
+            ["returned 6,553,600,", "\n  - only the keys", "\n  - the tokens are"],
+        ),
+        (
+            batch_with(pair=1, numbers=True),
+            FIRST,
+            ["returned 266,", "Count the bytes of one sequence's cache: a key"],
+        ),
+        (
+            lambda *a: 0,
+            FIRST,
+            ["returned 0, but the right batch is 33", "says no sequence fits"],
+        ),
+        (lambda *a: "many", FIRST, ["returned 'many' (str)", "whole number (an int)"]),
+        (lambda *a: [largest_batch(*a)], FIRST, ["returned [33] (list)"]),
+        (
+            lambda c, t, b, n: largest_batch(c, t, b, n),
+            EXACT,
+            ["raised TypeError", "missing 1 required positional argument"],
+        ),
+        (lambda *a: 1 / 0, FIRST, ["your function raised ZeroDivisionError"]),
     ],
 )
-def test_check_kv_bytes_fn_explains_mistakes(fn, fragments):
-    message = failure(checks.check_kv_bytes_fn, fn)
-    assert message.startswith(f"check_kv_bytes_fn: {FIRST}") or (
-        message.startswith("check_kv_bytes_fn: your function raised")
-        and "on Mistral 7B, 3 sequences" in message
-    )
+def test_check_largest_batch_fn_explains_mistakes(fn, where, fragments):
+    message = failure(checks.check_largest_batch_fn, fn)
+    assert message.startswith("check_largest_batch_fn: ")
+    assert where in message
+    if "but the right batch is" in message:  # then it shows one cache's bytes
+        per_sequence = "805,306,368" if where == FIRST else "1,342,177,280"
+        assert f"(one sequence's cache takes {per_sequence} bytes)" in message
     for fragment in fragments:
         assert fragment in message
 
 
-def test_check_kv_bytes_fn_names_a_slip_that_shows_only_in_a_later_case():
-    def heads_unless_mistral(config, tokens, batch=1, bytes_per_number=2):
-        right = kv_cache_bytes(config, tokens, batch, bytes_per_number)
-        if config.num_heads == 64:  # Llama 2 70B
-            return right * config.num_heads // config.num_kv_heads
-        return right
-
-    message = failure(checks.check_kv_bytes_fn, heads_unless_mistral)
-    assert "for Llama 2 70B, 1 sequence of 4096 tokens in float16" in message
-    assert "8 times the right size" in message and "num_heads (64)" in message
-
-
-def test_check_kv_bytes_fn_tries_the_defaults():
-    def no_defaults(config, tokens, batch, bytes_per_number):
-        return kv_cache_bytes(config, tokens, batch, bytes_per_number)
-
-    message = failure(checks.check_kv_bytes_fn, no_defaults)
-    assert "with the defaults batch=1 and bytes_per_number=2" in message
-    assert "missing 2 required positional arguments" in message
+def test_an_ambiguous_mix_gets_general_advice():
+    keys_and_numbers = batch_with(pair=1, numbers=True)
+    heads_and_no_layers = batch_with(heads="num_heads", layers=False)
+    case = _batch_cases()[0]
+    assert keys_and_numbers(*case.args) == heads_and_no_layers(*case.args) == 266
+    for fn in (keys_and_numbers, heads_and_no_layers):
+        message = failure(checks.check_largest_batch_fn, fn)
+        assert "It looks like" not in message
+        assert "head_dim = d_model // num_heads numbers for every layer" in message
 
 
-def test_the_units_are_named_for_a_tiny_cache_too():
-    names = [unit for unit, _ in _UNITS]
-    assert names == ["KiB", "MiB", "GiB", "kB", "MB", "GB"]
-    case = _kv_cases()[1]  # the tiny GPT: 196,608 bytes = 192 KiB
-    expected, sizes = case.data
-    slips = _kv_slips(expected, case.args[0], sizes)
-    assert any(s.gives == 192 and "in KiB" in s.why for s in slips)
+# --- check_dilated_mask_fn -----------------------------------------------------------
 
 
-# --- check_window_mask_fn ------------------------------------------------------------
+def loop_mask(T, window, dilation):
+    """The dilated window, one query and one key at a time."""
+    mask = torch.zeros(T, T, dtype=torch.bool)
+    for i in range(T):
+        for k in range(window):
+            j = i - k * dilation
+            if j >= 0:
+                mask[i, j] = True
+    return mask
 
 
-def test_the_window_cases_cover_the_edges():
-    pairs = [case.args for case in _window_cases()]
-    assert any(w == 1 for _, w in pairs)
-    assert any(w == T > 1 for T, w in pairs)
-    assert any(w > T for T, w in pairs)
-    assert any(T == 1 for T, _ in pairs)
-    T, w = pairs[0]
-    assert 1 < w < T - 1  # the first case shows every slip
+def test_the_dilated_cases_cover_the_edges():
+    triples = [case.args for case in _dilated_cases()]
+    assert triples == list(_DILATED_CASES)
+    assert {d for _, _, d in triples} == {1, 2, 3}
+    assert any(w == 1 for _, w, _ in triples)
+    assert any(w > T for T, w, _ in triples)
+    assert any(T == 1 for T, _, _ in triples)
+    assert any(T > 1 and (w - 1) * d >= T for T, w, d in triples)  # past the start
+    T, w, d = triples[0]
+    assert w > 1 and d > 1 and w * d < T  # the first case shows every slip
+
+
+def test_the_reference_is_the_sliding_window_at_dilation_1():
+    for case in _dilated_cases():
+        T, w, d = case.args
+        if d == 1:
+            assert torch.equal(_dilated(T, w, d), sliding_window_mask(T, w))
+    for T, w in itertools.product(range(1, 9), range(1, 11)):
+        assert torch.equal(_dilated(T, w, 1), sliding_window_mask(T, w))
 
 
 def test_the_reference_is_the_rule_of_the_exercise():
-    for case in _window_cases():
-        T, w = case.args
-        assert torch.equal(sliding_window_mask(T, w), window_mask(T, w))
+    for case in _dilated_cases():
+        T, w, d = case.args
+        expected = loop_mask(T, w, d)
+        assert torch.equal(_dilated(T, w, d), expected)
+        assert torch.equal(dilated_window_mask(T, w, d), expected)
+        assert expected.dtype == torch.bool and expected.shape == (T, T)
+    for T, w, d in itertools.product(range(1, 8), range(1, 5), range(1, 5)):
+        assert torch.equal(_dilated(T, w, d), loop_mask(T, w, d))
 
 
-def test_the_first_window_case_tells_the_slips_apart():
-    T, w = _window_cases()[0].args
-    expected = sliding_window_mask(T, w)
-    masks = [slip.gives for slip in _window_slips(T, w, expected)]
-    assert all(mask is not None and mask.shape == (T, T) for mask in masks)
+def test_the_first_dilated_case_tells_the_slips_apart():
+    T, w, d = _dilated_cases()[0].args
+    expected = _dilated(T, w, d)
+    masks = [slip.gives for slip in _dilated_slips(T, w, d, expected)]
+    assert len(masks) == 8
+    assert all(m is not None and m.shape == (T, T) for m in masks)
+    assert all(m.dtype == torch.bool for m in masks)
     for a, b in itertools.combinations([expected, *masks], 2):
         assert not torch.equal(a, b)
 
 
-def test_check_window_mask_fn_accepts_right_functions(capsys):
-    def with_tril(T, window):
-        ones = torch.ones(T, T, dtype=torch.bool)
-        return ones.tril() & ~ones.tril(-window)
+def test_check_dilated_mask_fn_accepts_right_functions(capsys):
+    def from_the_sliding_window(T, window, dilation):
+        i, j = positions(T)
+        reach = (window - 1) * dilation + 1  # positions from the oldest key to i
+        return sliding_window_mask(T, reach) & ((i - j) % dilation == 0)
 
-    def with_triu(T, window):
-        ones = torch.ones(T, T, dtype=torch.bool)
-        return torch.triu(ones, diagonal=1 - window) & torch.tril(ones)
+    def from_diagonals(T, window, dilation):
+        mask = torch.zeros(T, T, dtype=torch.bool)
+        for k in range(window):
+            if k * dilation < T:
+                ones = torch.ones(T - k * dilation, dtype=torch.bool)
+                mask |= torch.diag(ones, -k * dilation)
+        return mask
 
-    for fn in (window_mask, with_tril, with_triu, sliding_window_mask):
-        checks.check_window_mask_fn(fn)
+    right_functions = (
+        dilated_window_mask,
+        loop_mask,
+        from_the_sliding_window,
+        from_diagonals,
+    )
+    for fn in right_functions:
+        checks.check_dilated_mask_fn(fn)
     out = capsys.readouterr().out
-    assert out.count("✅ check_window_mask_fn:") == 4
-    assert "7 cases" in out and "i - window < j <= i" in out
+    assert out.count("✅ check_dilated_mask_fn:") == len(right_functions)
+    assert "right on 7 cases (T from 1 to 10, window from 1 to 7, dilation" in out
+    assert "dilation from 1 to 3" in out and "equals sliding_window_mask" in out
 
 
 def positions(T):
     return torch.arange(T)[:, None], torch.arange(T)[None, :]
 
 
+def behind(T):
+    """How far key j lies behind query i, (T, T)."""
+    i, j = positions(T)
+    return i - j
+
+
 @pytest.mark.parametrize(
     ("fn", "fragments"),
     [
         (
-            lambda T, w: sliding_window_mask(T, w + 1),
-            ["window + 1 = 4 keys, one too many", "j > i - window"],
+            lambda T, w, d: ~dilated_window_mask(T, w, d),
+            ["your mask is inverted", "True means blocked"],
         ),
         (
-            lambda T, w: sliding_window_mask(T, w - 1) if w > 1 else None,
-            ["window - 1 = 2 keys, one too few", "counts the query itself"],
+            lambda T, w, d: (behind(T) % d == 0) & (behind(T).abs() < w * d),
+            ["reaches into the future", "Keep j <= i"],
         ),
         (
-            lambda T, w: (lambda i, j: (i - j).abs() < w)(*positions(T)),
-            ["reaches forward too", "The window is causal"],
+            lambda T, w, d: (behind(T) >= 0) & (behind(T) % d == 0) & (behind(T) < w),
+            ["ends 2 positions back", "window counts keys, not positions"],
         ),
         (
-            lambda T, w: (lambda i, j: (i - j).abs() <= w)(*positions(T)),
-            ["reaches forward too"],
+            lambda T, w, d: dilated_window_mask(T, w + 1, d),
+            ["window + 1 = 4 keys, one too many", "i - 6"],
         ),
-        (lambda T, w: ~window_mask(T, w), ["inverted", "True means blocked"]),
         (
-            lambda T, w: torch.zeros(T, T).masked_fill(
-                ~window_mask(T, w), float("-inf")
+            lambda T, w, d: (
+                (behind(T) >= 0) & (positions(T)[1] % d == 0) & (behind(T) < w * d)
+            ),
+            ["multiples of the dilation (j % dilation == 0)"],
+        ),
+        (
+            lambda T, w, d: (behind(T) >= 0) & (behind(T) < w * d),
+            ["there are no gaps", "last 6 positions", "must be 2 apart"],
+        ),
+        (
+            lambda T, w, d: sliding_window_mask(T, w),
+            ["the sliding window of 3 without the dilation"],
+        ),
+        (
+            lambda T, w, d: dilated_window_mask(T, w, d).T,
+            ["the mask transposed", "row i is query i"],
+        ),
+        (
+            lambda T, w, d: torch.zeros(T, T).masked_fill(
+                ~dilated_window_mask(T, w, d), float("-inf")
             ),
             ["dtype is torch.float32, not bool", "additive float mask (0 / -inf)"],
         ),
         (
-            lambda T, w: window_mask(T, w).float(),
-            ["not bool", "right but are numbers (1 and 0)", ".bool()"],
-        ),
-        (lambda T, w: window_mask(T, w).long() * 2, ["dtype is torch.int64"]),
-        (
-            lambda T, w: torch.eye(T, dtype=torch.bool),
-            ["only the diagonal is True", "window = 3"],
+            lambda T, w, d: dilated_window_mask(T, w, d).long(),
+            ["dtype is torch.int64, not bool", "right but are numbers (1 and 0)"],
         ),
         (
-            lambda T, w: (lambda i, j: (j < w) & (j <= i))(*positions(T)),
-            ["aligned at the start of the sequence (keys j < window)"],
+            lambda T, w, d: dilated_window_mask(T, w, d).long() * 2,
+            ["dtype is torch.int64", "build it from comparisons"],
         ),
         (
-            lambda T, w: (lambda i, j: (j < w).expand(T, T))(*positions(T)),
-            ["aligned at the start of the sequence"],
+            lambda T, w, d: torch.eye(T, dtype=torch.bool),
+            ["entry [2, 0] is False, but query 2 may attend to key 0"],
         ),
         (
-            lambda T, w: torch.ones(T, T, dtype=torch.bool).tril(),
-            ["this is the causal mask: the window is missing"],
+            lambda T, w, d: dilated_window_mask(T, w, d)[None],
+            ["wrong shape (1, 10, 10); the expected shape is (10, 10)"],
         ),
-        (lambda T, w: window_mask(T, w).T, ["the window transposed"]),
         (
-            lambda T, w: window_mask(T, w) ^ (torch.eye(T, dtype=torch.bool)[0]),
-            ["entry [0, 0] is False, but query 0 may attend to key 0"],
+            lambda T, w, d: dilated_window_mask(T, w, d).tolist(),
+            ["expected a torch.Tensor, got list"],
         ),
-        (lambda T, w: window_mask(T, w)[None], ["wrong shape (1, 6, 6)"]),
-        (lambda T, w: window_mask(T, w).tolist(), ["expected a torch.Tensor"]),
-        (lambda T, w: 1 / 0, ["raised ZeroDivisionError on T = 6, window = 3"]),
+        (
+            lambda T, w, d: dilated_window_mask(T, w, d).numpy(),
+            ["expected a torch.Tensor", "torch.from_numpy(...)"],
+        ),
+        (lambda T, w, d: 1 / 0, ["your function raised ZeroDivisionError on T = 10"]),
     ],
 )
-def test_check_window_mask_fn_explains_mistakes(fn, fragments):
-    message = failure(checks.check_window_mask_fn, fn)
-    assert "T = 6, window = 3" in message
+def test_check_dilated_mask_fn_explains_mistakes(fn, fragments):
+    message = failure(checks.check_dilated_mask_fn, fn)
+    assert message.startswith("check_dilated_mask_fn: ")
+    assert "T = 10, window = 3, dilation = 2" in message
     for fragment in fragments:
         assert fragment in message
 
 
-def test_check_window_mask_fn_finds_a_mask_wrong_for_a_long_window():
-    def clipped(T, window):  # right while the window is shorter than T
-        return window_mask(T, min(window, T - 1))
+def test_check_dilated_mask_fn_finds_a_mask_wrong_in_a_later_case():
+    def clipped(T, window, dilation):  # wrong only when the window exceeds T - 1
+        if dilation == 1:
+            return sliding_window_mask(T, min(window, T - 1))
+        return dilated_window_mask(T, window, dilation)
 
-    message = failure(checks.check_window_mask_fn, clipped)
-    assert "T = 4, window = 4 (window >= T: the causal mask)" in message
+    message = failure(checks.check_dilated_mask_fn, clipped)
+    assert "T = 5, window = 7, dilation = 1 (dilation 1: the sliding window)" in message
+    assert "entry [4, 0] is False, but query 4 may attend to key 0" in message
 
 
 # --- a wrong call of a check ---------------------------------------------------------
@@ -627,19 +873,19 @@ CALL_ERRORS = [
         id="pair-result",
     ),
     pytest.param(
-        lambda: checks.check_kv_bytes_fn(kv_cache_bytes(TINY, 64)),
+        lambda: checks.check_largest_batch_fn(largest_batch(TINY, 64, 10**6)),
         TypeError,
-        ["got int", "check_kv_bytes_fn(kv_cache_bytes), not"],
-        id="size-result",
+        ["got int", "check_largest_batch_fn(largest_batch), not"],
+        id="batch-result",
     ),
     pytest.param(
-        lambda: checks.check_window_mask_fn(window_mask(5, 2)),
+        lambda: checks.check_dilated_mask_fn(dilated_window_mask(5, 2, 2)),
         TypeError,
-        ["got torch.Tensor", "check_window_mask_fn(window_mask), not"],
+        ["got torch.Tensor", "check_dilated_mask_fn(dilated_window_mask), not"],
         id="mask-result",
     ),
     pytest.param(
-        lambda: checks.check_window_mask_fn(torch.nn.Linear(2, 2)),
+        lambda: checks.check_dilated_mask_fn(torch.nn.Linear(2, 2)),
         TypeError,
         ["got a Linear module"],
         id="module",
@@ -652,12 +898,12 @@ test_a_wrong_call_is_a_type_error = wrong_call_test(CALL_ERRORS)
 def test_the_checks_wait_for_an_answer(capsys):
     def online_softmax_step(m, s, block): ...
 
-    def kv_cache_bytes(config, tokens, batch=1, bytes_per_number=2): ...
+    def largest_batch(config, tokens, budget_bytes, bytes_per_number=2): ...
 
-    def window_mask(T, window): ...
+    def dilated_window_mask(T, window, dilation): ...
 
     checks.check_online_step_fn(online_softmax_step)
-    checks.check_kv_bytes_fn(kv_cache_bytes)
-    checks.check_window_mask_fn(window_mask)
+    checks.check_largest_batch_fn(largest_batch)
+    checks.check_dilated_mask_fn(dilated_window_mask)
     out = capsys.readouterr().out
     assert out.count("⏳") == 3 and "✅" not in out

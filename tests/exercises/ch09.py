@@ -9,19 +9,25 @@ NOTEBOOK = "09_efficient.ipynb"
 # Online softmax: a block whose maximum is larger than m, 3 rows of 5 scores; the
 # fully masked row of the last case is row 0.
 ROWS, SCORES, MASKED_ROW = 3, 5, 0
-# The KV cache: Mistral 7B (32 layers, 32 query heads and 8 key-value heads of
-# width 128, a context of 8192 tokens), 3 sequences of 4096 tokens in float32.
+# The largest batch: Mistral 7B (32 layers, 32 query heads and 8 key-value heads of
+# width 128, a context of 8192 tokens), sequences of 3072 tokens in float32, a budget
+# of 25 GiB.
 LAYERS, HEADS, KV_HEADS, HEAD_DIM, CONTEXT = 32, 32, 8, 128, 8192
-D_MODEL = HEADS * HEAD_DIM
-BATCH, TOKENS, FLOAT32 = 3, 4096, 4
-FIRST_BYTES = 2 * LAYERS * BATCH * KV_HEADS * HEAD_DIM * TOKENS * FLOAT32
+TOKENS, FLOAT32 = 3072, 4
 GIB = 2**30
-# The sliding window: T = 6 tokens, a window of 3.
-T, WINDOW = 6, 3
+BUDGET = 25 * GIB
+PER_SEQUENCE = 2 * LAYERS * KV_HEADS * HEAD_DIM * TOKENS * FLOAT32
+BATCH = BUDGET // PER_SEQUENCE
+# The dilated window: T = 10 tokens, a window of 3 keys, 2 apart.
+T, WINDOW, DILATION = 10, 3, 2
+OLDEST = (WINDOW - 1) * DILATION
 
 FIRST_STEP = f"larger than m in every row ({ROWS} rows, {SCORES} scores)"
-FIRST_CACHE = f"Mistral 7B, {BATCH} sequences of {TOKENS} tokens in float32"
-FIRST_MASK = f"T = {T}, window = {WINDOW}"
+FIRST_BATCH = (
+    f"Mistral 7B, sequences of {TOKENS} tokens in float32, a budget of "
+    f"{BUDGET / GIB:g} GiB, your function returned"
+)
+FIRST_MASK = f"T = {T}, window = {WINDOW}, dilation = {DILATION}"
 
 
 def step(body):
@@ -40,28 +46,23 @@ SAFE = '    safe = torch.where(m_new == float("-inf"), 0.0, m_new)\n'
 TERMS = "    terms = torch.exp(block - safe[:, None]).sum(dim=-1)\n"
 
 
-def cache(body):
-    """The answer cell of ch09-ex-kv-bytes with the function body ``body``."""
+def batch(body):
+    """The answer cell of ch09-ex-largest-batch with the function body ``body``."""
     return (
-        "# Your answer: the bytes of the keys and values of every layer, for `tokens`\n"
-        "# tokens of each of `batch` sequences, each number taking "
-        "`bytes_per_number` bytes.\n"
-        f"def kv_cache_bytes(config, tokens, batch=1, bytes_per_number=2):\n{body}"
+        "# Your answer: how many sequences of `tokens` tokens can keep their KV "
+        "caches\n"
+        "# in `budget_bytes` bytes at once (0 if not even one fits), each number "
+        "taking\n"
+        "# `bytes_per_number` bytes.\n"
+        "def largest_batch(config, tokens, budget_bytes, bytes_per_number=2):\n"
+        f"{body}"
     )
 
 
 HEAD = "    head_dim = config.d_model // config.num_heads\n"
-
-
-def sizes(*factors):
-    """A body of kv_cache_bytes: the product of ``factors``."""
-    return HEAD + "    return " + " * ".join(factors) + "\n"
-
-
 RIGHT_SIZE = (
     "2",
     "config.num_layers",
-    "batch",
     "config.num_kv_heads",
     "head_dim",
     "tokens",
@@ -69,9 +70,19 @@ RIGHT_SIZE = (
 )
 
 
+def per_sequence(*factors, divide="//"):
+    """A body of largest_batch: the budget divided by the product of ``factors``."""
+    return (
+        HEAD
+        + "    per_sequence = "
+        + " * ".join(factors)
+        + f"\n    return budget_bytes {divide} per_sequence\n"
+    )
+
+
 def without(factor, *, instead=None):
-    """The right product with ``factor`` left out, or replaced by ``instead``."""
-    return sizes(
+    """The right body with ``factor`` left out, or replaced by ``instead``."""
+    return per_sequence(
         *(
             instead if f == factor else f
             for f in RIGHT_SIZE
@@ -80,19 +91,22 @@ def without(factor, *, instead=None):
     )
 
 
-def window(body):
-    """The answer cell of ch09-ex-window with the function body ``body``."""
+def dilated(body):
+    """The answer cell of ch09-ex-dilated with the function body ``body``."""
     return (
-        "# Your answer: a bool (T, T) mask, True where query i may attend to key j,\n"
-        "# for itself and the window - 1 keys before it, nothing after it.\n"
-        f"def window_mask(T, window):\n{body}"
+        "# Your answer: a bool (T, T) mask, True where query i may attend to key j:\n"
+        "# the `window` keys i, i - dilation, ..., i - (window - 1) * dilation that\n"
+        "# are >= 0, nothing after the query.\n"
+        f"def dilated_window_mask(T, window, dilation):\n{body}"
     )
 
 
-POSITIONS = (
+BACK = (
     "    i = torch.arange(T)[:, None]  # (T, 1): queries\n"
     "    j = torch.arange(T)[None, :]  # (1, T): keys\n"
+    "    back = i - j\n"
 )
+RIGHT_MASK = "(back >= 0) & (back % dilation == 0) & (back < window * dilation)"
 
 ANSWERS = {
     "ch09-ex-online-step": Answers(
@@ -170,106 +184,128 @@ ANSWERS = {
             ),
         ),
     ),
-    "ch09-ex-kv-bytes": Answers(
-        right=cache(sizes(*RIGHT_SIZE)),
+    "ch09-ex-largest-batch": Answers(
+        right=batch(per_sequence(*RIGHT_SIZE)),
         wrong=(
             wrong(
+                "not-rounded-down",
+                batch(per_sequence(*RIGHT_SIZE, divide="/")),
+                FIRST_BATCH,
+                f"returned {BUDGET / PER_SEQUENCE:g}, but the right batch is {BATCH}",
+                "round down with floor division",
+            ),
+            wrong(
                 "keys-only",
-                cache(without("2")),
-                FIRST_CACHE,
-                "1/2 of the right size",
+                batch(without("2")),
+                FIRST_BATCH,
+                f"returned {BUDGET // (PER_SEQUENCE // 2)}",
                 "a key AND a value",
             ),
             wrong(
                 "all-heads",
-                cache(without("config.num_kv_heads", instead="config.num_heads")),
-                f"{HEADS // KV_HEADS} times the right size",
+                batch(without("config.num_kv_heads", instead="config.num_heads")),
+                f"returned {BUDGET // (PER_SEQUENCE * HEADS // KV_HEADS)}",
                 f"num_heads ({HEADS}) is used where num_kv_heads ({KV_HEADS}) belongs",
             ),
             wrong(
-                "d-model-wide",
-                cache(
-                    "    return 2 * config.num_layers * batch * config.d_model * tokens"
-                    " * bytes_per_number\n"
-                ),
-                f"d_model ({D_MODEL}) where num_kv_heads * head_dim "
-                f"({KV_HEADS * HEAD_DIM}) belongs",
-            ),
-            wrong(
-                "one-layer",
-                cache(without("config.num_layers")),
-                f"1/{LAYERS} of the right size",
-                f"the layers are missing (a factor of {LAYERS})",
-            ),
-            wrong(
-                "no-batch",
-                cache(without("batch")),
-                f"the batch is missing (a factor of {BATCH})",
-            ),
-            wrong(
-                "numbers-not-bytes",
-                cache(without("bytes_per_number")),
-                "this counts numbers, not bytes",
-                f"bytes_per_number ({FLOAT32} here)",
-            ),
-            wrong(
-                "in-gib",
-                cache(sizes(*RIGHT_SIZE, "1 / 2**30")),
-                f"returned {FIRST_BYTES // GIB}, ",
-                "this is the size in GiB",
-            ),
-            wrong(
                 "context-length",
-                cache(without("tokens", instead="config.context_length")),
+                batch(without("tokens", instead="config.context_length")),
                 f"config.context_length ({CONTEXT}) is used instead of tokens "
                 f"({TOKENS})",
             ),
+            wrong(
+                "numbers-not-bytes",
+                batch(without("bytes_per_number")),
+                "counted in numbers, not bytes",
+                f"bytes_per_number ({FLOAT32} here)",
+            ),
+            wrong(
+                "at-least-one",
+                batch(
+                    HEAD + "    per_sequence = " + " * ".join(RIGHT_SIZE) + "\n"
+                    "    return max(1, budget_bytes // per_sequence)\n"
+                ),
+                "Llama 2 70B, sequences of 4096 tokens in float16, a budget of 1 GiB",
+                "Not even one sequence fits here",
+                "not at least 1",
+            ),
+            wrong(
+                "strict-comparison",
+                batch(
+                    HEAD + "    per_sequence = " + " * ".join(RIGHT_SIZE) + "\n"
+                    "    count = 0\n"
+                    "    while (count + 1) * per_sequence < budget_bytes:\n"
+                    "        count += 1\n"
+                    "    return count\n"
+                ),
+                "a budget of 40 GiB",
+                "One sequence too few",
+                "fill the budget exactly",
+            ),
         ),
     ),
-    "ch09-ex-window": Answers(
-        right=window(POSITIONS + "    return (j <= i) & (j > i - window)\n"),
+    "ch09-ex-dilated": Answers(
+        right=dilated(BACK + f"    return {RIGHT_MASK}\n"),
         wrong=(
             wrong(
-                "one-key-too-many",
-                window(POSITIONS + "    return (j <= i) & (j >= i - window)\n"),
+                "sliding-window",
+                dilated(
+                    "    from attn_course import sliding_window_mask\n\n"
+                    "    return sliding_window_mask(T, window)\n"
+                ),
                 FIRST_MASK,
+                f"the sliding window of {WINDOW} without the dilation",
+                f"the keys must be {DILATION} apart",
+            ),
+            wrong(
+                "positions-not-keys",
+                dilated(
+                    BACK + "    return (back >= 0) & (back % dilation == 0) & "
+                    "(back < window)\n"
+                ),
+                FIRST_MASK,
+                "window counts keys, not positions",
+                f"(window - 1) * dilation = {OLDEST} positions back",
+            ),
+            wrong(
+                "one-key-too-many",
+                dilated(
+                    BACK + "    return (back >= 0) & (back % dilation == 0) & "
+                    "(back <= window * dilation)\n"
+                ),
                 f"window + 1 = {WINDOW + 1} keys, one too many",
             ),
             wrong(
-                "one-key-too-few",
-                window(POSITIONS + "    return (j <= i) & (j > i - window + 1)\n"),
-                f"window - 1 = {WINDOW - 1} keys, one too few",
+                "into-the-future",
+                dilated(
+                    BACK + "    return (back % dilation == 0) & "
+                    "(back.abs() < window * dilation)\n"
+                ),
+                "the window reaches into the future",
             ),
             wrong(
-                "band",
-                window(POSITIONS + "    return (i - j).abs() < window\n"),
-                FIRST_MASK,
-                "the window reaches forward too",
+                "multiples-of-dilation",
+                dilated(
+                    BACK + "    return (back >= 0) & (j % dilation == 0) & "
+                    "(back < window * dilation)\n"
+                ),
+                "multiples of the dilation",
+                "counted back from each query",
             ),
             wrong(
                 "inverted",
-                window(POSITIONS + "    return ~((j <= i) & (j > i - window))\n"),
+                dilated(BACK + f"    return ~({RIGHT_MASK})\n"),
                 "your mask is inverted",
             ),
             wrong(
                 "additive",
-                window(
-                    POSITIONS + "    allowed = (j <= i) & (j > i - window)\n"
+                dilated(
+                    BACK + f"    allowed = {RIGHT_MASK}\n"
                     "    return torch.zeros(T, T).masked_fill(~allowed, "
                     'float("-inf"))\n'
                 ),
                 "not bool",
                 "additive float mask (0 / -inf)",
-            ),
-            wrong(
-                "diagonal",
-                window("    return torch.eye(T, dtype=torch.bool)\n"),
-                "only the diagonal is True",
-            ),
-            wrong(
-                "from-the-start",
-                window(POSITIONS + "    return (j <= i) & (j < window)\n"),
-                "aligned at the start of the sequence",
             ),
         ),
     ),
