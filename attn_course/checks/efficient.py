@@ -609,33 +609,37 @@ def _configs():
 
 _GIB = 2**30
 
-# (config, tokens, budget in bytes, bytes_per_number or None for the default,
-# description). The first case tells the single slips apart, each giving a batch of
-# its own that is not 0, and no mix of two of them gives the batch of one: float32
-# (4 bytes), 3072 tokens where the context is 8192, 4 query heads per key-value head,
-# and a budget of 33.33 caches, so that rounding down and rounding up differ. The
-# second fills its budget exactly; the fifth fits no sequence at all.
+# (config, tokens, budget in bytes, bytes_per_number or None for the defaults,
+# window or None, description). The first case tells the single slips apart, each
+# giving a batch of its own that is not 0, and no mix of two of them gives the batch
+# of one; its budget holds a fraction of a cache more than a whole number, so that
+# rounding down and rounding up differ. The second fills its budget exactly, the
+# fifth fits no sequence at all, and the last two have a window: one shorter than
+# the sequence, one longer.
 _BATCH_CASES = (
     (
-        "mistral-7b",
+        "llama2-70b",
         3072,
-        25 * _GIB,
+        121 * _GIB,
         4,
-        "Mistral 7B, sequences of 3072 tokens in float32, a budget of 25 GiB",
+        None,
+        "Llama 2 70B, sequences of 3072 tokens in float32, a budget of 121 GiB",
     ),
     (
         "llama2-70b",
         4096,
         40 * _GIB,
         None,
+        None,
         "Llama 2 70B, sequences of 4096 tokens, a budget of 40 GiB, with the "
-        "default bytes_per_number=2",
+        "defaults bytes_per_number=2 and window=None",
     ),
     (
         "tiny",
         64,
         1_000_000,
         4,
+        None,
         "the chapter's tiny GPT, sequences of 64 tokens in float32, a budget of "
         "1,000,000 bytes",
     ),
@@ -644,6 +648,7 @@ _BATCH_CASES = (
         1024,
         _GIB,
         2,
+        None,
         "GPT-2 small, sequences of 1024 tokens in float16, a budget of 1 GiB",
     ),
     (
@@ -651,6 +656,7 @@ _BATCH_CASES = (
         4096,
         _GIB,
         2,
+        None,
         "Llama 2 70B, sequences of 4096 tokens in float16, a budget of 1 GiB",
     ),
     (
@@ -658,29 +664,53 @@ _BATCH_CASES = (
         64,
         100_000,
         2,
+        None,
         "the tiny GPT with num_kv_heads=1, sequences of 64 tokens in float16, a "
         "budget of 100,000 bytes",
+    ),
+    (
+        "mistral-7b",
+        8192,
+        16 * _GIB,
+        2,
+        4096,
+        "Mistral 7B with its window of 4096, sequences of 8192 tokens in float16, "
+        "a budget of 16 GiB",
+    ),
+    (
+        "mistral-7b",
+        2048,
+        10 * _GIB,
+        2,
+        4096,
+        "Mistral 7B with its window of 4096, sequences of 2048 tokens (shorter "
+        "than the window) in float16, a budget of 10 GiB",
     ),
 )
 
 
-def _cache_bytes(config, tokens, bytes_per_number=2):
+def _cache_bytes(config, tokens, bytes_per_number=2, window=None):
     """The bytes of the keys and values of every layer for one sequence of
-    ``tokens`` tokens, from the package's count."""
+    ``tokens`` tokens, from the package's count: with a window, each layer keeps
+    the last ``window`` tokens at most."""
+    kept = tokens if window is None else min(tokens, window)
     head_dim = config.d_model // config.num_heads
-    numbers = kv_cache_numbers(config.num_layers, config.num_kv_heads, head_dim, tokens)
+    numbers = kv_cache_numbers(config.num_layers, config.num_kv_heads, head_dim, kept)
     return numbers * bytes_per_number
 
 
 def _batch_cases():
-    """Cases ``(config, tokens, budget_bytes[, bytes_per_number])``, each with the
-    right batch, the bytes of one sequence's cache and its sizes as data."""
+    """Cases ``(config, tokens, budget_bytes[, bytes_per_number[, window]])``, each
+    with the right batch, the bytes of one sequence's cache and its sizes as
+    data."""
     cases = []
-    for key, tokens, budget, size, text in _BATCH_CASES:
+    for key, tokens, budget, size, window, text in _BATCH_CASES:
         config = _configs()[key]
-        args = (config, tokens, budget) + (() if size is None else (size,))
-        per_sequence = _cache_bytes(config, tokens, size or 2)
-        sizes = {"bytes": size or 2, "tokens": tokens}
+        args = (config, tokens, budget)
+        if size is not None:
+            args += (size,) if window is None else (size, window)
+        per_sequence = _cache_bytes(config, tokens, size or 2, window)
+        sizes = {"bytes": size or 2, "tokens": tokens, "window": window}
         cases.append(Case(text, args, (budget // per_sequence, per_sequence, sizes)))
     return cases
 
@@ -691,8 +721,10 @@ def _cache_slip_table(config, sizes):
     it cannot show in this case). Mistakes with the same key exclude each other."""
     L, H, H_kv = config.num_layers, config.num_heads, config.num_kv_heads
     D, d = config.d_model, config.d_model // config.num_heads
-    b, T = sizes["bytes"], sizes["tokens"]
+    b, T, w = sizes["bytes"], sizes["tokens"], sizes["window"]
     T_max = config.context_length
+    kept = T if w is None else min(T, w)  # the tokens each layer keeps
+    group = H // H_kv  # query heads per key-value head
 
     def when(condition, factor):
         return factor if condition else None
@@ -711,7 +743,14 @@ def _cache_slip_table(config, sizes):
             f"num_heads ({H}) is used where num_kv_heads ({H_kv}) belongs, or "
             f"d_model ({D}) where num_kv_heads * head_dim ({H_kv * d}) belongs: the "
             "cache keeps the key-value heads only, each shared by num_heads // "
-            f"num_kv_heads = {H // H_kv} query heads",
+            f"num_kv_heads = {group} query heads",
+        ),
+        (
+            "heads",
+            when(group != H_kv, group / H_kv),
+            f"num_heads // num_kv_heads ({group}), the query heads that share one "
+            f"key-value head, is used where num_kv_heads ({H_kv}), the number of "
+            "key-value heads, belongs",
         ),
         (
             "head_dim",
@@ -727,13 +766,27 @@ def _cache_slip_table(config, sizes):
         ),
         (
             "tokens",
-            when(T > 1, 1 / T),
-            f"the tokens are missing (a factor of {T}): every token of a sequence "
-            "adds its keys and values",
+            when(kept > 1, 1 / kept),
+            f"the tokens are missing (a factor of {kept}): every token a layer "
+            "keeps adds its keys and values",
         ),
         (
             "tokens",
-            when(T_max != T, T_max / T),
+            when(w is not None and w < T, T / kept),
+            f"the window is left out: with window={w}, each layer keeps the keys "
+            f"and values of the last {w} tokens only, min(tokens, window), not all "
+            f"{T}",
+        ),
+        (
+            "tokens",
+            w / kept if w is not None and w > T else None,
+            f"the cache is counted for window={w} tokens, but a sequence of {T} "
+            f"tokens has only {T} to keep: min(tokens, window)",
+        ),
+        (
+            "tokens",
+            # (with a window, context_length would be capped by it too: left out)
+            when(w is None and T_max != T, T_max / T),
             f"config.context_length ({T_max}) is used instead of tokens ({T}): a "
             "sequence's cache holds its own tokens, not the longest context the "
             "model accepts",
@@ -750,8 +803,8 @@ def _cache_slip_table(config, sizes):
 
 def _cache_mistakes(config, sizes):
     """Every mix of one, two or three known mistakes in the size of one sequence's
-    cache (fewer first, each kind at most once), as ``(count, factor, why)``:
-    how many mistakes, what they multiply the size by, and their explanation."""
+    cache (fewer first, each kind at most once), as ``(parts, factor)``: their
+    explanations and what they multiply the size by."""
     table = _cache_slip_table(config, sizes)
     for count in (1, 2, 3):
         for mix in itertools.combinations(table, count):
@@ -759,15 +812,35 @@ def _cache_mistakes(config, sizes):
             if len(set(keys)) < len(keys):
                 continue
             factor = math.prod(f for _, f, _ in mix)
-            if math.isclose(factor, 1.0):
-                continue
-            parts = [text for _, _, text in mix]
-            if len(parts) == 1:
-                why = f"It looks like {parts[0]}."
-            else:
-                why = "It looks like\n" + "\n".join(f"  - {p};" for p in parts)
-                why = why[:-1] + "."
-            yield count, factor, why
+            if not math.isclose(factor, 1.0):
+                yield [text for _, _, text in mix], factor
+
+
+def _explain_mistakes(found):
+    """The explanation of a wrong batch from the mixes of mistakes that give it,
+    all with as few mistakes as possible, or None when they cannot be told apart:
+    one mix is named, and so are two single mistakes, as alternatives.
+
+    >>> _explain_mistakes([["a slip"]])
+    'It looks like a slip.'
+    >>> print(_explain_mistakes([["a slip"], ["another"]]))
+    It looks like one of two slips, which give the same batch here:
+      - a slip;
+      - another.
+    >>> _explain_mistakes([["a", "b"], ["c", "d"]]) is None
+    True
+    """
+    if len(found) == 1 and len(found[0]) == 1:
+        return f"It looks like {found[0][0]}."
+    if len(found) == 1:
+        return "It looks like\n" + ";\n".join(f"  - {p}" for p in found[0]) + "."
+    if len(found) == 2 and all(len(parts) == 1 for parts in found):
+        return (
+            "It looks like one of two slips, which give the same batch here:\n"
+            + ";\n".join(f"  - {parts[0]}" for parts in found)
+            + "."
+        )
+    return None
 
 
 _FLOOR = (
@@ -782,9 +855,9 @@ def _batch_slips(budget, per_sequence, config, sizes):
     rounding up gives 1 there too), then the mistakes in the size of the cache.
 
     A wrong size of the cache is named only when the batch it gives is not 0 and
-    no other mix of as few mistakes gives the same batch: rounding down makes
-    different mistakes land on the same number, and then none of them can be told
-    apart from the others."""
+    it can be told from the other mixes of as few mistakes that give the same
+    batch (see :func:`_explain_mistakes`): rounding down makes different mistakes
+    land on the same number."""
     right = budget // per_sequence
     exact = budget % per_sequence == 0
     slips = [
@@ -809,16 +882,18 @@ def _batch_slips(budget, per_sequence, config, sizes):
             "batch that fills it exactly fits (use //, not a strict comparison).",
         ),
     ]
-    named = {}  # batch -> (count, why); why is None where mixes collide
-    for count, factor, why in _cache_mistakes(config, sizes):
+    fewest = {}  # batch -> the mixes with the fewest mistakes that give it
+    for parts, factor in _cache_mistakes(config, sizes):
         batch = int(budget // (per_sequence * factor))
         if batch in (0, right):
             continue
-        if batch not in named:
-            named[batch] = (count, why)
-        elif named[batch][0] == count:
-            named[batch] = (count, None)
-    slips += [Slip(batch, why) for batch, (_, why) in named.items() if why]
+        known = fewest.setdefault(batch, [parts])
+        if known[0] is not parts and len(parts) == len(known[0]):
+            known.append(parts)
+    for batch, found in fewest.items():
+        why = _explain_mistakes(found)
+        if why is not None:
+            slips.append(Slip(batch, why))
     return slips
 
 
@@ -827,22 +902,25 @@ def check_largest_batch_fn(largest_batch):
     """Check a function that gives the largest batch whose KV caches fit a budget.
 
     Introduced in Chapter 9. ``largest_batch(config, tokens, budget_bytes,
-    bytes_per_number=2)`` must return how many sequences of ``tokens`` tokens a
-    model with the :class:`attn_course.GPTConfig` ``config`` can generate at once
-    when their KV caches must fit in ``budget_bytes`` bytes: ``budget_bytes //
-    (2 * num_layers * num_kv_heads * head_dim * tokens * bytes_per_number)``,
-    where ``head_dim = d_model // num_heads``, and 0 when not even one sequence
-    fits. The reference counts the cache with :func:`attn_course.kv_cache_numbers`,
-    for 6 cases: the chapter's tiny GPT with 4 and with 1 key-value head, GPT-2
-    small, and the published grouped configurations of Llama 2 70B and Mistral 7B
-    (configs only; no model is built), among them a budget filled exactly, one
-    that fits no sequence, and one with the default ``bytes_per_number``.
+    bytes_per_number=2, window=None)`` must return how many sequences of
+    ``tokens`` tokens a model with the :class:`attn_course.GPTConfig` ``config``
+    can generate at once when their KV caches must fit in ``budget_bytes`` bytes:
+    ``budget_bytes // (2 * num_layers * num_kv_heads * head_dim * kept *
+    bytes_per_number)``, where ``head_dim = d_model // num_heads`` and ``kept``,
+    the tokens each layer keeps, is ``tokens``, or ``min(tokens, window)`` with a
+    sliding window; 0 when not even one sequence fits. The reference counts the
+    cache with :func:`attn_course.kv_cache_numbers`, for 8 cases: the chapter's
+    tiny GPT with 4 and with 1 key-value head, GPT-2 small, and the published
+    grouped configurations of Llama 2 70B and Mistral 7B (configs only; no model
+    is built), among them a budget filled exactly, one that fits no sequence, one
+    with the defaults, and Mistral's window of 4096 with sequences longer and
+    shorter than it.
 
     Parameters
     ----------
     largest_batch : callable
-        Your function: takes a ``GPTConfig`` and ints ``tokens``,
-        ``budget_bytes`` and ``bytes_per_number``, returns an int.
+        Your function: takes a ``GPTConfig``, ints ``tokens``, ``budget_bytes``
+        and ``bytes_per_number``, and an int or None ``window``; returns an int.
 
     Returns
     -------
@@ -861,22 +939,28 @@ def check_largest_batch_fn(largest_batch):
         and values forgotten, ``num_heads`` (or ``d_model``) used where
         ``num_kv_heads`` (or ``num_kv_heads * head_dim``) belongs, ``head_dim``
         taken as ``d_model``, the layers or the tokens forgotten,
-        ``context_length`` used for ``tokens``, and numbers counted instead of
-        bytes.
+        ``context_length`` used for ``tokens``, the window left out or counted for
+        a sequence shorter than it, and numbers counted instead of bytes. Where
+        two single mistakes give the same batch, both are named; where more do,
+        none is (``num_heads // num_kv_heads`` in place of ``num_kv_heads`` is one
+        such mistake in these cases), and the message says what to count.
     TypeError
         If ``largest_batch`` is not a function, e.g. a batch it returned.
 
     Examples
     --------
-    >>> def largest_batch(config, tokens, budget_bytes, bytes_per_number=2):
+    >>> def largest_batch(config, tokens, budget_bytes, bytes_per_number=2,
+    ...                   window=None):
+    ...     kept = tokens if window is None else min(tokens, window)
     ...     head_dim = config.d_model // config.num_heads
     ...     per_token = 2 * config.num_layers * config.num_kv_heads * head_dim
-    ...     return budget_bytes // (per_token * tokens * bytes_per_number)
+    ...     return budget_bytes // (per_token * kept * bytes_per_number)
     >>> check_largest_batch_fn(largest_batch)  # doctest: +NORMALIZE_WHITESPACE
-    ✅ check_largest_batch_fn: largest_batch is right on 6 cases, e.g. 32
+    ✅ check_largest_batch_fn: largest_batch is right on 8 cases, e.g. 32
     sequences of 4096 tokens of Llama 2 70B in 40 GiB (1.25 GiB each in
-    float16), where 64 key-value heads, one per query head, would fit 4; and 0
-    where not even one sequence fits.
+    float16), where 64 key-value heads, one per query head, would fit 4; 32
+    sequences of 8192 tokens of Mistral 7B in 16 GiB, where without its window
+    16 would fit; and 0 where not even one sequence fits.
     """
     check = "check_largest_batch_fn"
     cases = _batch_cases()
@@ -902,8 +986,9 @@ def check_largest_batch_fn(largest_batch):
             why = (
                 "Count the bytes of one sequence's cache: a key and a value of "
                 "head_dim = d_model // num_heads numbers for every layer, key-value "
-                "head and token, times bytes_per_number; then take how many whole "
-                "caches fit in budget_bytes."
+                "head and token the layer keeps (min(tokens, window) with a "
+                "window), times bytes_per_number; then take how many whole caches "
+                "fit in budget_bytes."
             )
         shown = f"{got:,}" if isinstance(got, int) else f"{got:g}"
         raise AssertionError(
@@ -912,10 +997,12 @@ def check_largest_batch_fn(largest_batch):
             f"{per_sequence:,} bytes). {why}"
         )
 
-    llama = cases[1]
+    llama, mistral = cases[1], cases[6]
     batch, per_sequence, _ = llama.data
     llama_config, _, llama_budget = llama.args
     shared = llama_config.num_heads // llama_config.num_kv_heads
+    mistral_config, mistral_tokens, mistral_budget, size, _ = mistral.args
+    unwindowed = mistral_budget // _cache_bytes(mistral_config, mistral_tokens, size)
     run_cases(
         check,
         largest_batch,
@@ -926,8 +1013,10 @@ def check_largest_batch_fn(largest_batch):
         f"sequences of 4096 tokens of Llama 2 70B in {llama_budget / _GIB:.0f} GiB "
         f"({per_sequence / _GIB:.2f} GiB each in float16), where "
         f"{llama_config.num_heads} key-value heads, one per query head, would fit "
-        f"{llama_budget // (per_sequence * shared)}; and 0 where not even one "
-        "sequence fits.",
+        f"{llama_budget // (per_sequence * shared)}; {mistral.data[0]} sequences "
+        f"of {mistral_tokens} tokens of Mistral 7B in {mistral_budget / _GIB:.0f} "
+        f"GiB, where without its window {unwindowed} would fit; and 0 where not "
+        "even one sequence fits.",
     )
 
 
@@ -1000,6 +1089,13 @@ def _dilated_slips(T, window, dilation, expected):
             f"j <= i; {rule}",
         ),
         Slip(
+            (back % dilation == 0) & (back < span),
+            "the window reaches into the future: nothing keeps i - j >= 0, and a "
+            f"key after the query passes whenever i - j is a negative multiple of "
+            f"{dilation} (-{dilation} % {dilation} == 0 in PyTorch as in Python). "
+            f"Keep j <= i; {rule}",
+        ),
+        Slip(
             (back >= 0) & (back % dilation == 0) & (back < window),
             f"the window ends {window - 1} positions back, so it holds fewer than "
             f"{window} keys: window counts keys, not positions, and the oldest key "
@@ -1012,10 +1108,10 @@ def _dilated_slips(T, window, dilation, expected):
         ),
         Slip(
             (back >= 0) & (j % dilation == 0) & (back < span),
-            "the keys are the positions j that are multiples of the dilation "
+            "your keys are the positions j that are multiples of the dilation "
             "(j % dilation == 0), the same for every query, as in the strided "
-            "pattern; here they are counted back from each query, (i - j) % "
-            f"dilation == 0; {rule}",
+            "pattern; in a dilated window they are counted back from each query, "
+            f"(i - j) % dilation == 0; {rule}",
         ),
         Slip(
             (back >= 0) & (back < span),
@@ -1065,9 +1161,10 @@ def check_dilated_mask_fn(dilated_window_mask):
         If the function raises, returns something that is not a tensor, has the
         wrong shape or dtype (a float mask of 0 and -inf is named), or wrong
         entries; the usual slips are named: a window that reaches into the
-        future, a window of ``window`` positions instead of ``window`` keys, one
-        key too many, keys at multiples of the dilation instead of counted back
-        from the query, no gaps, the sliding window without the dilation, the
+        future (with ``abs`` or with no ``i - j >= 0`` at all), a window of
+        ``window`` positions instead of ``window`` keys, one key too many, keys at
+        multiples of the dilation instead of counted back from the query, no
+        gaps, the sliding window without the dilation, the
         inverted convention (True = blocked) and the mask transposed.
     TypeError
         If ``dilated_window_mask`` is not a function, e.g. a mask it returned.

@@ -313,15 +313,19 @@ def unguarded_step(m, s, block):
     return m_new, s * torch.exp(m - m_new) + terms
 
 
-def largest_batch(config, tokens, budget_bytes, bytes_per_number=2):
+def largest_batch(config, tokens, budget_bytes, bytes_per_number=2, window=None):
+    kept = tokens if window is None else min(tokens, window)  # tokens per layer
     head_dim = config.d_model // config.num_heads
     per_token = 2 * config.num_layers * config.num_kv_heads * head_dim  # numbers
-    return budget_bytes // (per_token * tokens * bytes_per_number)
+    return budget_bytes // (per_token * kept * bytes_per_number)
 
 
-def largest_batch_all_heads(config, tokens, budget_bytes, bytes_per_number=2):
+def largest_batch_all_heads(
+    config, tokens, budget_bytes, bytes_per_number=2, window=None
+):
+    kept = tokens if window is None else min(tokens, window)
     per_token = 2 * config.num_layers * config.d_model  # every query head cached
-    return budget_bytes // (per_token * tokens * bytes_per_number)
+    return budget_bytes // (per_token * kept * bytes_per_number)
 
 
 def dilated_window_mask(T, window, dilation):

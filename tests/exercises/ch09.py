@@ -9,13 +9,15 @@ NOTEBOOK = "09_efficient.ipynb"
 # Online softmax: a block whose maximum is larger than m, 3 rows of 5 scores; the
 # fully masked row of the last case is row 0.
 ROWS, SCORES, MASKED_ROW = 3, 5, 0
-# The largest batch: Mistral 7B (32 layers, 32 query heads and 8 key-value heads of
-# width 128, a context of 8192 tokens), sequences of 3072 tokens in float32, a budget
-# of 25 GiB.
-LAYERS, HEADS, KV_HEADS, HEAD_DIM, CONTEXT = 32, 32, 8, 128, 8192
+# The largest batch: Llama 2 70B (80 layers, 64 query heads and 8 key-value heads of
+# width 128), sequences of 3072 tokens in float32, a budget of 121 GiB, no window.
+# The window cases: Mistral 7B with its window of 4096.
+LAYERS, HEADS, KV_HEADS, HEAD_DIM = 80, 64, 8, 128
 TOKENS, FLOAT32 = 3072, 4
 GIB = 2**30
-BUDGET = 25 * GIB
+BUDGET = 121 * GIB
+MISTRAL_WINDOW = 4096
+LONG, SHORT = 8192, 2048  # the window cases' sequences, longer and shorter
 PER_SEQUENCE = 2 * LAYERS * KV_HEADS * HEAD_DIM * TOKENS * FLOAT32
 BATCH = BUDGET // PER_SEQUENCE
 # The dilated window: T = 10 tokens, a window of 3 keys, 2 apart.
@@ -24,7 +26,7 @@ OLDEST = (WINDOW - 1) * DILATION
 
 FIRST_STEP = f"larger than m in every row ({ROWS} rows, {SCORES} scores)"
 FIRST_BATCH = (
-    f"Mistral 7B, sequences of {TOKENS} tokens in float32, a budget of "
+    f"Llama 2 70B, sequences of {TOKENS} tokens in float32, a budget of "
     f"{BUDGET / GIB:g} GiB, your function returned"
 )
 FIRST_MASK = f"T = {T}, window = {WINDOW}, dilation = {DILATION}"
@@ -53,19 +55,22 @@ def batch(body):
         "caches\n"
         "# in `budget_bytes` bytes at once (0 if not even one fits), each number "
         "taking\n"
-        "# `bytes_per_number` bytes.\n"
-        "def largest_batch(config, tokens, budget_bytes, bytes_per_number=2):\n"
+        "# `bytes_per_number` bytes; with a window, each layer keeps only the last\n"
+        "# `window` tokens.\n"
+        "def largest_batch(config, tokens, budget_bytes, bytes_per_number=2, "
+        "window=None):\n"
         f"{body}"
     )
 
 
-HEAD = "    head_dim = config.d_model // config.num_heads\n"
+KEPT = "    kept = tokens if window is None else min(tokens, window)\n"
+HEAD = KEPT + "    head_dim = config.d_model // config.num_heads\n"
 RIGHT_SIZE = (
     "2",
     "config.num_layers",
     "config.num_kv_heads",
     "head_dim",
-    "tokens",
+    "kept",
     "bytes_per_number",
 )
 
@@ -208,14 +213,9 @@ ANSWERS = {
                 f"num_heads ({HEADS}) is used where num_kv_heads ({KV_HEADS}) belongs",
             ),
             wrong(
-                "context-length",
-                batch(without("tokens", instead="config.context_length")),
-                f"config.context_length ({CONTEXT}) is used instead of tokens "
-                f"({TOKENS})",
-            ),
-            wrong(
                 "numbers-not-bytes",
                 batch(without("bytes_per_number")),
+                f"returned {BUDGET // (PER_SEQUENCE // FLOAT32)}",
                 "counted in numbers, not bytes",
                 f"bytes_per_number ({FLOAT32} here)",
             ),
@@ -241,6 +241,29 @@ ANSWERS = {
                 "a budget of 40 GiB",
                 "One sequence too few",
                 "fill the budget exactly",
+            ),
+            wrong(
+                "window-left-out",
+                batch(
+                    per_sequence(*RIGHT_SIZE).replace(
+                        KEPT, "    kept = tokens  # every token\n"
+                    )
+                ),
+                f"Mistral 7B with its window of {MISTRAL_WINDOW}, sequences of "
+                f"{LONG} tokens",
+                "the window is left out",
+                "min(tokens, window)",
+            ),
+            wrong(
+                "window-for-a-short-sequence",
+                batch(
+                    per_sequence(*RIGHT_SIZE).replace(
+                        KEPT, "    kept = tokens if window is None else window\n"
+                    )
+                ),
+                f"sequences of {SHORT} tokens (shorter than the window)",
+                f"the cache is counted for window={MISTRAL_WINDOW} tokens",
+                "min(tokens, window)",
             ),
         ),
     ),
@@ -282,6 +305,16 @@ ANSWERS = {
                     "(back.abs() < window * dilation)\n"
                 ),
                 "the window reaches into the future",
+            ),
+            wrong(
+                "no-lower-bound",
+                dilated(
+                    BACK + "    return (back % dilation == 0) & "
+                    "(back < window * dilation)\n"
+                ),
+                FIRST_MASK,
+                "nothing keeps i - j >= 0",
+                "Keep j <= i",
             ),
             wrong(
                 "multiples-of-dilation",
