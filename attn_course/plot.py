@@ -172,6 +172,23 @@ def _thinned(labels, room, needed):
     return [label if i % step == 0 else "" for i, label in enumerate(labels)]
 
 
+# The smallest font size, in points, that tick labels are shrunk to so as to fit.
+_SMALLEST_LABEL = 6.0
+
+
+def _fitted_size(size, room, per_point, pad=0.0):
+    """The font size at which labels needing ``per_point`` points for every point
+    of font size, plus ``pad``, fit in ``room`` points: ``size`` where they fit
+    already, smaller where not, never below 6 points.
+
+    >>> _fitted_size(10.0, room=20, per_point=1.1), _fitted_size(10.0, 8.8, 1.1)
+    (10.0, 8.0)
+    >>> _fitted_size(10.0, room=2, per_point=1.1)
+    6.0
+    """
+    return min(size, max(_SMALLEST_LABEL, (room - pad) / per_point))
+
+
 def _cell_points(ax, columns, rows):
     """The side of one cell of a heatmap of ``rows`` x ``columns`` in ``ax``, in
     points: square cells fill the axes' width or its height, whichever is less."""
@@ -190,8 +207,9 @@ def _rotate(labels):
 
 
 def _set_ticks(ax, x_labels, y_labels, *, show_x=True, show_y=True):
-    """Put token labels on both axes; long x labels are rotated by 45 degrees and
-    positions too many for their room are labelled at every few (:func:`_thinned`).
+    """Put token labels on both axes; long x labels are rotated by 45 degrees,
+    positions too many for their room are labelled at every few (:func:`_thinned`),
+    and tokens too many for their room are set smaller (:func:`_fitted_size`).
     """
     ax.set_xticks(range(len(x_labels)))
     ax.set_yticks(range(len(y_labels)))
@@ -206,9 +224,14 @@ def _set_ticks(ax, x_labels, y_labels, *, show_x=True, show_y=True):
         else:
             widest = max((len(label) for label in x_labels), default=1)
             ax.set_xticklabels(_thinned(x_labels, room, 0.65 * size * widest + 3))
+            if not _numbered(x_labels):  # tokens are all kept: make them fit
+                fitted = _fitted_size(size, room, 0.65 * widest, pad=3)
+                ax.tick_params(axis="x", labelsize=fitted)
     else:
         ax.set_xticklabels([])
     ax.set_yticklabels(_thinned(y_labels, room, 1.1 * size) if show_y else [])
+    if show_y and not _numbered(y_labels):
+        ax.tick_params(axis="y", labelsize=_fitted_size(size, room, 1.25))
 
 
 def _colour_range(matrices):

@@ -693,3 +693,23 @@ def test_heatmap_grid_can_leave_out_the_colorbar():
     assert len({b - a for a, b in zip(shown, shown[1:], strict=False)}) == 1
     with pytest.raises(TypeError, match="colorbar must be True or False, got str"):
         plot.heatmap_grid(masks, colorbar="no")
+
+
+def test_tokens_too_many_for_their_room_are_set_smaller_never_below_6_points():
+    torch.manual_seed(0)
+    chars = list('fferent␣"__missing__')  # 20 tokens, all kept
+    weights = torch.softmax(torch.randn(2, 20, 20), dim=-1)
+    fig = plot.heatmap_grid(weights, query_tokens=chars, key_tokens=chars, ncols=2)
+    few = plot.attention_heatmap(torch.softmax(torch.randn(3, 3), dim=-1), list("abc"))
+    default = few.axes[0].get_yticklabels()[0].get_fontsize()
+    y_sizes = {t.get_fontsize() for t in fig.axes[0].get_yticklabels()}
+    assert len(y_sizes) == 1 and 6 <= min(y_sizes) < default  # the left panel's
+    for ax in fig.axes[:2]:
+        x_sizes = {t.get_fontsize() for t in ax.get_xticklabels()}
+        assert len(x_sizes) == 1 and 6 <= min(x_sizes) <= default
+        assert [t.get_text() for t in ax.get_xticklabels()] == chars
+    assert {t.get_fontsize() for t in few.axes[0].get_xticklabels()} == {default}
+    # positions are thinned instead, at the size they had
+    masks = torch.tril(torch.ones(3, 16, 16))
+    grid = plot.heatmap_grid(masks, ncols=3, colorbar=False)
+    assert {t.get_fontsize() for t in grid.axes[0].get_xticklabels()} == {default}

@@ -57,8 +57,9 @@ def batch(body):
         "taking\n"
         "# `bytes_per_number` bytes; with a window, each layer keeps only the last\n"
         "# `window` tokens.\n"
-        "def largest_batch(config, tokens, budget_bytes, bytes_per_number=2, "
-        "window=None):\n"
+        "def largest_batch(\n"
+        "    config, tokens, budget_bytes, bytes_per_number=2, window=None\n"
+        "):\n"
         f"{body}"
     )
 
