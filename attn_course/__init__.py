@@ -58,12 +58,15 @@ history
     The dated events of Chapter 10's timeline and its stored step timings.
 checks
     Self-checks for the exercises, one module per chapter.
+numerics
+    Rounding errors printed by their order, and the thread count to train with.
 shapes
     The glossary of the letters every docstring's ``Shapes`` section uses.
 
 The modules import only downwards, with no cycle (a test checks it): ``_validate``,
 ``shapes``, ``data``, ``masks``, ``translation``, ``positions``, ``order_task`` and
-``kv_cache`` import nothing of the package but ``_validate``; ``functional`` builds
+``kv_cache`` import nothing of the package but ``_validate``, and ``numerics``
+nothing at all; ``functional`` builds
 on ``masks``; ``modules`` on ``functional`` and ``kv_cache``; ``walkthrough`` and
 ``efficient`` on ``functional``; ``block`` on ``modules``; ``training`` and
 ``corpus`` on ``_validate`` only; ``seq2seq`` on ``block``, ``positions`` and
@@ -87,6 +90,7 @@ from . import (
     kv_cache,
     masks,
     modules,
+    numerics,
     order_task,
     plot,
     positions,
@@ -118,6 +122,7 @@ from .modules import (
     SelfAttentionV2,
     ShapeTracer,
 )
+from .numerics import bound, cores
 from .positions import (
     alibi_bias,
     alibi_slopes,
@@ -151,7 +156,9 @@ __all__ = [
     "apply_rope",
     "causal_mask",
     "block",
+    "bound",
     "checks",
+    "cores",
     "corpus",
     "data",
     "diagrams",
@@ -167,6 +174,7 @@ __all__ = [
     "kv_cache_numbers",
     "masks",
     "modules",
+    "numerics",
     "online_softmax",
     "order_task",
     "padding_mask",

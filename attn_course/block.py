@@ -19,6 +19,8 @@ Introduced in Chapter 6 (encoder layers) and Chapter 8 (the block on its own).
 
 from __future__ import annotations
 
+import functools
+
 from torch import nn
 
 from ._validate import require_choice
@@ -26,25 +28,35 @@ from .modules import GroupedQueryAttention, MultiHeadAttention
 
 __all__ = ["FeedForward", "TransformerBlock"]
 
-ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU}
+ACTIVATIONS = {
+    "relu": nn.ReLU,
+    "gelu": nn.GELU,
+    "gelu_tanh": functools.partial(nn.GELU, approximate="tanh"),
+}
 ACTIVATION_NAMES = {
     "relu": "max(0, x), as in the 2017 transformer",
-    "gelu": "x times the normal CDF of x, as in GPT-2",
+    "gelu": "x times the normal CDF of x, exact (with erf)",
+    "gelu_tanh": "GELU's tanh approximation, as in GPT-2",
 }
 
 
 class FeedForward(nn.Module):
     """Two linear layers with a non-linearity between, applied to each token alone.
 
-    ``d_model -> d_ff -> d_model``; GPT-2 uses ``d_ff = 4 * d_model`` and GELU,
-    Chapter 6's translator ReLU. Introduced in Chapter 6.
+    ``d_model -> d_ff -> d_model``; GPT-2 uses ``d_ff = 4 * d_model`` and GELU
+    (Hendrycks and Gimpel, 2016) in its tanh approximation, ``"gelu_tanh"``;
+    Chapter 6's translator uses ReLU. Introduced in Chapter 6.
 
     Parameters
     ----------
     d_model, d_ff : int
     dropout : float, default 0.0
-        Dropout on the output, in training mode.
-    activation : {"relu", "gelu"}, default "relu"
+        Dropout after the activation and on the output, in training mode: the two
+        places where ``nn.TransformerEncoderLayer`` drops in its feed-forward half
+        (``dropout`` and ``dropout2``).
+    activation : {"relu", "gelu", "gelu_tanh"}, default "relu"
+        ``"gelu"`` is the exact GELU, ``nn.GELU()``; ``"gelu_tanh"`` is
+        ``nn.GELU(approximate="tanh")``, the form GPT-2's code computes.
 
     Shapes
     ------
@@ -65,6 +77,7 @@ class FeedForward(nn.Module):
         self.net = nn.Sequential(
             nn.Linear(d_model, d_ff),  # (B, T, D) -> (B, T, d_ff)
             ACTIVATIONS[activation](),
+            nn.Dropout(dropout),
             nn.Linear(d_ff, d_model),  # (B, T, d_ff) -> (B, T, D)
             nn.Dropout(dropout),
         )
@@ -79,21 +92,29 @@ class TransformerBlock(nn.Module):
 
     Pre-norm (``norm_first=True``): ``x = x + dropout(attention(norm1(x)))``, then
     ``x = x + feed_forward(norm2(x))``. Post-norm: ``x = norm1(x +
-    dropout(attention(x)))``, then ``x = norm2(x + feed_forward(x))``. The same
-    computation as ``nn.TransformerEncoderLayer(d_model, num_heads, d_ff,
-    activation=..., batch_first=True, norm_first=...)`` (Chapter 8 copies the
-    weights across and compares). Introduced in Chapter 8; Chapter 6's
+    dropout(attention(x)))``, then ``x = norm2(x + feed_forward(x))``. With the
+    weights copied across it computes what ``nn.TransformerEncoderLayer(d_model,
+    num_heads, d_ff, dropout, activation, batch_first=True, norm_first=...)``
+    computes, with its four dropouts in the same places. (The same seed does not
+    give the same masks after attention: PyTorch's attention output is a
+    transposed view, and dropout draws in memory order.) ``"relu"`` and
+    ``"gelu"`` are PyTorch's names; for ``"gelu_tanh"`` give PyTorch's layer
+    ``functools.partial(F.gelu, approximate="tanh")``, not an
+    ``nn.GELU(approximate="tanh")`` module, which its fast path (eval mode, no
+    gradients) computes as the exact GELU. Introduced in Chapter 8; Chapter 6's
     ``EncoderLayer`` is this block with ``causal=False``.
 
     Parameters
     ----------
     d_model, num_heads, d_ff, context_length : int
     dropout : float, default 0.0
-        On the attention weights and after each half, in training mode.
+        In training mode, on the attention weights, after attention, and in the
+        feed-forward network after the activation and on its output.
     causal : bool, default True
         Keyword only. ``True``: each token sees itself and the tokens before it
         (a decoder, GPT); ``False``: every token sees every token (an encoder).
-    activation : {"gelu", "relu"}, default "gelu"
+    activation : {"gelu", "gelu_tanh", "relu"}, default "gelu"
+        See :class:`FeedForward`; :class:`attn_course.GPT` uses ``"gelu_tanh"``.
     norm_first : bool, default True
         Pre-norm (``True``) or post-norm (``False``).
     qkv_bias : bool, default False

@@ -14,13 +14,14 @@ compute the same result one block at a time:
 - :func:`tiled_attention` uses the same running maximum and running sum for
   attention, one tile of ``block_size`` queries by ``block_size`` keys at a time:
   the weighted sum of the values is rescaled along with the running sum. The
-  scores are computed one tile at a time, never as the whole matrix, and with a
-  causal mask the tiles above the diagonal are not computed at all.
+  scores are computed one tile at a time, never as the whole matrix, and a tile
+  that a causal mask or an ``attn_mask`` blocks completely is not computed at all.
 - :func:`sliding_window_mask` lets each query see only the most recent keys.
 - :func:`stored_benchmark` reads the results of ``make bench`` that come with the
-  package, :func:`print_timings` prints what a notebook cell timed, and
-  :func:`operations_run` lists the PyTorch operations a call runs (from the
-  profiler).
+  package, :func:`print_timings` prints what a notebook cell timed,
+  :func:`print_stored_timings` the stored measurements of the same thing beside
+  it, and :func:`operations_run` lists the PyTorch operations a call runs (from
+  the profiler).
 
 Shape letters are those of :mod:`attn_course.shapes`. Introduced in Chapter 9,
 where each function is first written by hand and compared with the one here.
@@ -40,6 +41,7 @@ from .masks import causal_mask, to_additive_mask
 __all__ = [
     "operations_run",
     "online_softmax",
+    "print_stored_timings",
     "print_timings",
     "sliding_window_mask",
     "stored_benchmark",
@@ -178,6 +180,7 @@ def tiled_attention(
     key,
     value,
     *,
+    attn_mask=None,
     block_size=128,
     is_causal=False,
     scale=None,
@@ -196,19 +199,29 @@ def tiled_attention(
     (as in :func:`online_softmax`). At the end, the weighted sum divided by ``s``
     is the output. The scale is applied to the scores *before* the running
     maximum is taken, so the maximum is the one of the scores the softmax sees.
+    As in PyTorch's fused kernels, the scores, ``m``, ``s`` and the weighted sum
+    are kept in float32 (float64 stays float64) whatever the input dtype, and
+    only the output is rounded to it: in bfloat16 the running sums would lose a
+    rounding at every tile.
 
-    Two details make it fast enough to compete with PyTorch's fused kernel: the
-    loop uses powers of 2 instead of powers of e (the scores are multiplied by
-    ``log2(e)`` as well, and ``2 ** (x * log2(e)) == exp(x)``, so the result is
-    the same, but ``torch.exp2`` is cheaper than ``torch.exp``), and it updates
-    each tile and each running sum in place instead of allocating new tensors.
+    Two details are there for speed: it updates each tile and each running sum
+    in place instead of allocating new tensors, and it uses powers of 2 instead
+    of powers of e (the scores are multiplied by ``log2(e)`` as well, and
+    ``2 ** (x * log2(e)) == exp(x)``, so the result is the same). On some CPUs
+    ``torch.exp2`` is cheaper than ``torch.exp``; on others it costs as much or
+    more (``make bench`` times both).
 
-    With ``is_causal=True`` a key block that lies wholly above the diagonal is
-    skipped (its tile is never computed), and only the tiles the diagonal
-    crosses are masked. As in PyTorch (and in
-    :func:`attn_course.scaled_dot_product_attention`), the causal triangle is
-    aligned at the top-left corner when ``T_q != T_k``: query ``i`` sees keys
-    ``0..i``. Introduced in Chapter 9.
+    It saves memory at inference only: under autograd every tile's weights are
+    kept for the backward pass, together about as much as the whole score matrix.
+    FlashAttention's backward pass recomputes the tiles instead (Dao et al. 2022).
+
+    A tile whose scores are all masked is skipped (never computed): with
+    ``is_causal=True`` those above the diagonal, with ``attn_mask`` those where
+    the mask blocks every query of the block from every key of the block. A
+    query whose keys are *all* masked gets an output of zeros, as from
+    :func:`attn_course.scaled_dot_product_attention`. As in PyTorch, the causal
+    triangle is aligned at the top-left corner when ``T_q != T_k``: query ``i``
+    sees keys ``0..i``. Introduced in Chapter 9.
 
     Parameters
     ----------
@@ -218,12 +231,16 @@ def tiled_attention(
         Keys, one row of width ``d_k`` per key.
     value : torch.Tensor
         Values, one row of width ``d_v`` per key.
+    attn_mask : torch.Tensor, optional
+        As in :func:`attn_course.scaled_dot_product_attention`: broadcastable to
+        ``(..., T_q, T_k)``; **bool** ``True`` = *may attend*, or **float**, added
+        to the scores. Cannot be combined with ``is_causal``.
     block_size : int, default 128
         Queries per query block and keys per key block, at least 1. The last
         block is shorter when a length is not a multiple of it; a block size
-        larger than the sequence gives a single tile (plain attention). The
-        default was the fastest of 32 to 512 at T = 1024 on a CPU (``make bench``
-        measures it again).
+        larger than the sequence gives a single tile (plain attention). Blocks
+        of 64 and 128 were the fastest of 32 to 512 at T = 1024 on the course's
+        CPU, within 10 % of each other (``make bench`` measures them).
     is_causal : bool, default False
         Let query ``i`` attend only to keys ``0..i``.
     scale : float, optional
@@ -234,7 +251,7 @@ def tiled_attention(
     Returns
     -------
     output : torch.Tensor
-        The weighted sums of the values.
+        The weighted sums of the values, in the dtype of the inputs.
     tiles : torch.Tensor
         Only if ``return_tiles=True``: a bool tensor with one row per query
         block and one column per key block, ``True`` where that tile of scores
@@ -246,18 +263,21 @@ def tiled_attention(
     query : (..., T_q, d_k)
     key : (..., T_k, d_k)
     value : (..., T_k, d_v)
+    attn_mask : (..., T_q, T_k)
     output : (..., T_q, d_v)
 
     Raises
     ------
     TypeError
         If query, key or value is not a floating-point tensor, they do not share
-        one dtype, ``block_size`` is not an int or ``scale`` is not a number.
+        one dtype, ``attn_mask`` is neither bool nor floating point,
+        ``block_size`` is not an int or ``scale`` is not a number.
     ValueError
         If an input has fewer than 2 dimensions, query and key differ in ``d_k``,
         key and value differ in ``T_k``, the batch dimensions do not broadcast,
-        ``block_size`` is smaller than 1, or ``scale`` is not a positive finite
-        number.
+        ``attn_mask`` does not broadcast to the scores or comes with
+        ``is_causal=True``, ``block_size`` is smaller than 1, or ``scale`` is not
+        a positive finite number.
 
     Examples
     --------
@@ -278,9 +298,23 @@ def tiled_attention(
     >>> expected = scaled_dot_product_attention(q, k, v, is_causal=True)
     >>> torch.allclose(out, expected, atol=1e-6)
     True
+
+    A sliding window of 3 keys skips the tiles it leaves empty as well:
+
+    >>> window = sliding_window_mask(10, window=3)
+    >>> out, tiles = tiled_attention(
+    ...     q, k, v, attn_mask=window, block_size=4, return_tiles=True
+    ... )
+    >>> tiles
+    tensor([[ True, False, False],
+            [ True,  True, False],
+            [False,  True,  True]])
+    >>> expected = scaled_dot_product_attention(q, k, v, attn_mask=window)
+    >>> torch.allclose(out, expected, atol=1e-6)
+    True
     """
     scores_shape, _, scale = _check_inputs(
-        query, key, value, None, 0.0, is_causal, scale
+        query, key, value, attn_mask, 0.0, is_causal, scale
     )
     block_size = require_int(block_size, "block_size", hint=_BLOCK_HINT)
     *batch, T_q, T_k = scores_shape
@@ -289,19 +323,25 @@ def tiled_attention(
     )
     # The leading dimensions (batch, heads, ...) never mix: view them as one,
     # N, so that every product below is one torch.bmm of 3-D tensors. (A view,
-    # not a copy, unless a leading dimension is broadcast.)
+    # not a copy, unless a leading dimension is broadcast, or the dtype changes
+    # to the float32 that the loop works in.)
     N, d_k, d_v = math.prod(batch), query.size(-1), value.size(-1)
-    queries = query.expand(*batch, T_q, d_k).reshape(N, T_q, d_k)
-    keys = key.expand(*batch, T_k, d_k).reshape(N, T_k, d_k)
-    values = value.expand(*batch, T_k, d_v).reshape(N, T_k, d_v)
+    work = torch.promote_types(query.dtype, torch.float32)
+    queries = query.expand(*batch, T_q, d_k).reshape(N, T_q, d_k).to(work)
+    keys = key.expand(*batch, T_k, d_k).reshape(N, T_k, d_k).to(work)
+    values = value.expand(*batch, T_k, d_v).reshape(N, T_k, d_v).to(work)
     output = values.new_empty((N, T_q, d_v))
+    if attn_mask is not None:
+        # True where a query may see a key (a float mask hides one with -inf).
+        visible = attn_mask if attn_mask.dtype == torch.bool else attn_mask > -math.inf
+        attn_mask, visible = (_full_rows(t, T_q, T_k) for t in (attn_mask, visible))
 
     for q_index, q_start in enumerate(range(0, T_q, block_size)):
         q_end = min(q_start + block_size, T_q)
         # Scaling the queries scales every score of the block: the scores are
         # scaled before the running maximum is taken, as the softmax needs. The
-        # extra factor log2(e) lets the loop use 2**x, which is cheaper to
-        # compute than exp(x): 2**(x * log2(e)) == exp(x).
+        # extra factor log2(e) lets the loop use 2**x, cheaper than exp(x) on
+        # some CPUs: 2**(x * log2(e)) == exp(x).
         q_block = queries[:, q_start:q_end] * (scale * _LOG2_E)  # (N, block, d_k)
         # Per query of the block: running maximum m, running sum s of
         # 2**(score - m), and the running weighted sum of the values.
@@ -315,6 +355,10 @@ def tiled_attention(
                 # the rest of this row of tiles is above the diagonal. Skip it.
                 break
             k_end = min(k_start + block_size, T_k)
+            if attn_mask is not None:
+                tile_mask = attn_mask[..., q_start:q_end, k_start:k_end]
+                if not visible[..., q_start:q_end, k_start:k_end].any():
+                    continue  # the mask blocks every score of this tile: skip it
             tiles[q_index, k_index] = True
             # (N, block, d_k) @ (N, d_k, block) -> (N, block, block)
             scores = torch.bmm(q_block, keys[:, k_start:k_end].mT)
@@ -324,19 +368,28 @@ def tiled_attention(
                 rows = torch.arange(q_start, q_end, device=scores.device)[:, None]
                 cols = torch.arange(k_start, k_end, device=scores.device)[None, :]
                 scores += to_additive_mask(cols <= rows, dtype=scores.dtype)
-            # The new running maximum. The first key block holds key 0, which
-            # every query may see, so m is finite from the first tile on, and
-            # m - m_new is never -inf - (-inf). The maximum is only a reference
-            # point that keeps every power at most 1: the output does not depend on
-            # it, so no gradient has to flow through it (detach), and the lines
-            # below may work in place.
+            elif attn_mask is not None:
+                # A view of the scores that the tile of the mask broadcasts to:
+                # (N, block, block) -> (..., block, block)
+                tile = scores.view(*batch, *scores.shape[1:])
+                if tile_mask.dtype == torch.bool:
+                    tile.masked_fill_(~tile_mask, float("-inf"))
+                else:  # the scores are in units of log2 (times log2(e)): the mask too
+                    tile += tile_mask.to(work) * _LOG2_E
+            # The new running maximum. It is only a reference point that keeps
+            # every power at most 1: the output does not depend on it, so no
+            # gradient has to flow through it (detach), and the lines below may
+            # work in place. Where a query has seen no visible key yet, m_new is
+            # still -inf, and 0 stands in for it (as in online_softmax), so that
+            # no -inf - (-inf) = NaN appears: its terms, 2**-inf, are all 0.
             m_new = torch.maximum(m, scores.detach().amax(dim=-1, keepdim=True))
-            rescale = torch.exp2(m - m_new)  # (N, block, 1); 1 where m is unchanged
+            shift = _reference_point(m_new)
+            rescale = torch.exp2(m - shift)  # (N, block, 1); 1 where m is unchanged
             # The three updates, each written out in its comment, are computed in
             # place: a new tile for every step would cost more time than the
             # arithmetic does.
-            # weights = 2**(scores - m_new): unnormalised, each at most 1
-            weights = scores.sub_(m_new).exp2_()
+            # weights = 2**(scores - shift): unnormalised, each at most 1
+            weights = scores.sub_(shift).exp2_()
             # s = s * rescale + (the sum of each row of weights)
             s.mul_(rescale).add_(weights.sum(dim=-1, keepdim=True))
             # weighted_sum = weighted_sum * rescale + weights @ value_block
@@ -344,12 +397,21 @@ def tiled_attention(
             weighted_sum.mul_(rescale).baddbmm_(weights, values[:, k_start:k_end])
             m = m_new
 
-        output[:, q_start:q_end] = weighted_sum / s
+        # A query whose keys are all masked has s = 0 and a weighted sum of 0:
+        # divide by 1 there, so that its output is 0 (not 0 / 0 = NaN).
+        output[:, q_start:q_end] = weighted_sum / torch.where(s > 0, s, 1.0)
 
-    output = output.reshape(*batch, T_q, d_v)
+    output = output.reshape(*batch, T_q, d_v).to(query.dtype)
     if return_tiles:
         return output, tiles
     return output
+
+
+def _full_rows(mask, T_q, T_k):
+    """``mask`` as a view with sizes ``(T_q, T_k)`` in its last two dimensions (a
+    stride of 0 where it broadcasts), so that a tile can be cut out of it."""
+    mask = torch.atleast_2d(mask)
+    return mask.expand(*mask.shape[:-2], T_q, T_k)
 
 
 def sliding_window_mask(T, window, *, device=None):
@@ -490,6 +552,82 @@ def print_timings(lines):
         )
     else:
         print("\n".join(lines))
+
+
+def print_stored_timings(device="cpu", **fields):
+    """Print the stored ``make bench`` times whose rows have the given ``fields``,
+    with when, where and with what they were measured.
+
+    A cell that times something on the reader's machine (:func:`print_timings`)
+    calls this beside it: the stored pages of the course do not keep the reader's
+    times, but they keep these. A row of attention has the fields ``section``,
+    ``mask``, ``method``, ``block_size`` and ``T``; a row of generation ``kind``,
+    ``batch``, ``tokens`` and ``method``. A tuple or list of values matches any of
+    them. Introduced in Chapter 9.
+
+    Examples
+    --------
+    >>> print_stored_timings(section="attention", method="plain", mask="none", T=256)
+    ... # doctest: +ELLIPSIS
+    stored by make bench on ...: ... torch thread..., torch ...
+    (batch ..., ... heads of width ...)
+      attention: plain, no mask, T = 256 ... ms
+    """
+    results = stored_benchmark(device)
+    stored = results["rows"] + results["generation"]
+    known = set().union(*(row.keys() for row in stored))
+    unknown = sorted(set(fields) - known)
+    if unknown:
+        raise ValueError(
+            f"stored rows have no field {', '.join(unknown)}; choose among "
+            f"{', '.join(sorted(known))}"
+        )
+    wanted = {
+        name: set(value) if isinstance(value, (tuple, list)) else {value}
+        for name, value in fields.items()
+    }
+    found = [
+        row
+        for row in stored
+        if all(name in row and row[name] in values for name, values in wanted.items())
+    ]
+    if not found:
+        raise ValueError(f"no stored row has {fields}; see stored_benchmark()['rows']")
+    machine, settings = results["machine"], results["settings"]
+    threads = machine["torch_threads"]
+    print(
+        f"stored by make bench on {results['date'][:10]}: {machine['cpu']}, "
+        f"{machine['cores']} cores, {threads} torch thread{'s' * (threads != 1)}, "
+        f"torch {results['torch']}"
+    )
+    if any("section" in row for row in found):
+        print(
+            f"(batch {settings['batch']}, {settings['heads']} heads of width "
+            f"{settings['head_width']})"
+        )
+    labels = [_describe(row, settings) for row in found]
+    width = max(len(label) for label in labels)
+    for label, row in zip(labels, found, strict=True):
+        print(f"  {label:<{width}} {row['time_ms']:9.1f} ms")
+
+
+def _describe(row, settings):
+    """What a stored row measured, in a few words."""
+    if "kind" in row:  # generation
+        tokens = row["tokens"]
+        what = (
+            f"one step after {tokens} tokens"
+            if row["kind"] == "step"
+            else (f"writing {tokens} tokens")
+        )
+        return f"{what}, batch {row['batch']}, {row['method']}"
+    mask = {
+        "none": "no mask",
+        "causal": "causal mask",
+        "window": f"window of {settings.get('window')} keys",
+    }[row["mask"]]
+    block = "" if row["block_size"] is None else f" (block {row['block_size']})"
+    return f"{row['section']}: {row['method']}{block}, {mask}, T = {row['T']}"
 
 
 def operations_run(call):

@@ -6,9 +6,10 @@ position embeddings, a stack of causal pre-norm
 layer that shares its weights with the token embedding (*weight tying*).
 Position ``t`` of the logits scores every token of the vocabulary as the token at
 ``t + 1``. :func:`generate` continues a sequence token by token (greedy,
-temperature, top-k); :func:`train` fits a model to a stream of token ids with AdamW,
-a linear warm-up and a cosine decay of the learning rate (:func:`lr_at`) and
-gradient clipping; :func:`estimate_loss` measures it on fixed windows.
+temperature, top-k, top-p); :func:`train` fits a model to a stream of token ids
+with AdamW, a linear warm-up and a cosine decay of the learning rate
+(:func:`lr_at`) and gradient clipping; :func:`estimate_loss` measures it on fixed
+windows.
 
 Shapes
 ------
@@ -31,6 +32,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ._validate import (
+    _as_real,
     kind_of,
     require_flag,
     require_heads,
@@ -52,6 +54,7 @@ __all__ = [
     "estimate_loss",
     "generate",
     "train",
+    "weight_decay_groups",
 ]
 
 POSITIONS = ("learned", "sinusoidal")
@@ -165,7 +168,8 @@ class GPT(nn.Module):
     the two layers that write into the residual stream in each block (attention's
     ``out_proj`` and the feed-forward network's second layer) at
     ``0.02 / sqrt(2 * num_layers)``, so that the stream does not grow with depth.
-    Introduced in Chapter 8.
+    The feed-forward networks use GELU in its tanh approximation, as GPT-2's code
+    does. Introduced in Chapter 8.
 
     Parameters
     ----------
@@ -234,7 +238,7 @@ e.g. idx[:, -8:], or use a GPTConfig with context_length >= 9
                     c.context_length,
                     c.dropout,
                     causal=True,
-                    activation="gelu",
+                    activation="gelu_tanh",  # GPT-2's GELU
                     norm_first=c.norm_first,
                     qkv_bias=c.qkv_bias,
                     num_kv_heads=c.num_kv_heads,
@@ -248,7 +252,8 @@ e.g. idx[:, -8:], or use a GPTConfig with context_length >= 9
         residual_std = 0.02 / math.sqrt(2 * c.num_layers)
         for block in self.blocks:
             nn.init.normal_(block.self_attn.out_proj.weight, std=residual_std)
-            nn.init.normal_(block.feed_forward.net[2].weight, std=residual_std)
+            second_linear = block.feed_forward.net[3]  # (d_ff -> D)
+            nn.init.normal_(second_linear.weight, std=residual_std)
         if c.tie_weights:
             self.head.weight = self.token_embedding.weight
 
@@ -353,7 +358,8 @@ e.g. idx[:, -8:], or use a GPTConfig with context_length >= 9
         return (logits, tuple(all_weights)) if return_weights else logits
 
 
-def _check_sampling(model, max_new_tokens, temperature, top_k):
+def _check_sampling(model, max_new_tokens, temperature, top_k, top_p):
+    """``temperature`` and ``top_p`` as floats, after checking every setting."""
     if not isinstance(model, GPT):
         raise TypeError(f"model must be a GPT, got {kind_of(model)}")
     require_int(max_new_tokens, "max_new_tokens", minimum=0)
@@ -372,7 +378,16 @@ def _check_sampling(model, max_new_tokens, temperature, top_k):
                 f"top_k={top_k} is larger than the vocabulary (vocab_size={V}); "
                 f"use 1 <= top_k <= {V}, or top_k=None to keep every token"
             )
-    return temperature
+    if top_p is not None:
+        hint = (
+            "it is the probability the kept tokens must reach together: use e.g. "
+            "top_p=0.9, or top_p=None to keep every token"
+        )
+        p = _as_real(top_p, "top_p", hint)
+        if not 0.0 < p <= 1.0:  # NaN fails too
+            raise ValueError(f"top_p must be in (0, 1], got top_p={top_p!r}; {hint}")
+        top_p = p
+    return temperature, top_p
 
 
 @torch.no_grad()
@@ -383,6 +398,7 @@ def generate(
     *,
     temperature=1.0,
     top_k=None,
+    top_p=None,
     generator=None,
     use_cache=False,
 ):
@@ -390,9 +406,11 @@ def generate(
 
     At each step the model reads the last ``context_length`` tokens, and the next
     token is drawn from ``softmax(logits / temperature)`` at the last position,
-    restricted to the ``top_k`` most likely tokens when ``top_k`` is given.
-    ``temperature=0`` picks the most likely token (greedy decoding). The model runs
-    in eval mode (no dropout) and is left in the mode it was in.
+    in this order: divided by ``temperature``, cut to the ``top_k`` most likely
+    tokens, then to the nucleus of ``top_p``, renormalised. ``temperature=0``
+    picks the most likely token (greedy decoding), whatever ``top_k`` and
+    ``top_p`` say. The model runs in eval mode (no dropout) and is left in the
+    mode it was in.
 
     Introduced in Chapter 8.
 
@@ -405,6 +423,12 @@ def generate(
     temperature : float, default 1.0
         Below 1 sharpens the distribution, above 1 flattens it; 0 is greedy.
     top_k : int, optional
+        Keep exactly ``top_k`` tokens, the indices ``torch.topk`` returns, even
+        where several logits tie at the cut.
+    top_p : float, optional
+        Nucleus sampling (Holtzman et al., 2020): keep the smallest set of most
+        likely tokens whose probabilities sum to ``top_p`` or more (at least one
+        token), ``0 < top_p <= 1``; 1 keeps every token.
     generator : torch.Generator, optional
         For reproducible sampling.
     use_cache : bool, default False
@@ -429,8 +453,15 @@ def generate(
     >>> out = generate(model, torch.tensor([[1, 2]]), 6, temperature=0)
     >>> out.shape  # the prompt is longer than nothing, the window slides
     torch.Size([1, 8])
+    >>> generate(model, torch.tensor([[1]]), 1, top_p=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: top_p must be in (0, 1], got top_p=0; it is the probability the \
+kept tokens must reach together: use e.g. top_p=0.9, or top_p=None to keep every token
     """
-    temperature = _check_sampling(model, max_new_tokens, temperature, top_k)
+    temperature, top_p = _check_sampling(
+        model, max_new_tokens, temperature, top_k, top_p
+    )
     require_flag(use_cache, "use_cache")
     C = model.config.context_length
     model._check(idx[:, -C:] if idx.dim() == 2 else idx)
@@ -445,21 +476,33 @@ def generate(
             else:  # the first step, or the window slid: fill a fresh cache
                 cache = KVCache(len(model.blocks))
                 logits = model(idx[:, -C:], cache=cache)
-            next_id = _pick(logits[:, -1, :], temperature, top_k, generator)
+            last = logits[:, -1, :]  # (B, V)
+            if temperature == 0:
+                next_id = last.argmax(dim=-1, keepdim=True)  # (B, 1)
+            else:
+                probs = _sampling_probs(last, temperature, top_k, top_p)  # (B, V)
+                next_id = torch.multinomial(probs, 1, generator=generator)  # (B, 1)
             idx = torch.cat([idx, next_id], dim=1)  # (B, T + 1)
     return idx
 
 
-def _pick(logits, temperature, top_k, generator):
-    """The next token ``(B, 1)`` from the last position's ``logits``, ``(B, V)``."""
-    if temperature == 0:
-        return logits.argmax(dim=-1, keepdim=True)  # (B, 1)
+def _sampling_probs(logits, temperature, top_k=None, top_p=None):
+    """The distribution ``(B, V)`` that :func:`generate` draws the next token from,
+    given the last position's ``logits``, ``(B, V)``."""
     logits = logits / temperature
     if top_k is not None:
-        kth = torch.topk(logits, top_k, dim=-1).values[:, -1:]  # (B, 1)
-        logits = logits.masked_fill(logits < kth, float("-inf"))
+        kept = torch.topk(logits, top_k, dim=-1).indices  # (B, k): exactly k, ties too
+        only_kept = torch.full_like(logits, float("-inf"))
+        logits = only_kept.scatter(-1, kept, logits.gather(-1, kept))  # (B, V)
     probs = torch.softmax(logits, dim=-1)  # (B, V)
-    return torch.multinomial(probs, 1, generator=generator)  # (B, 1)
+    if top_p is not None and top_p < 1.0:  # 1 keeps all, even where rounding errs
+        ranked, order = probs.sort(dim=-1, descending=True, stable=True)  # (B, V)
+        before = ranked.cumsum(dim=-1) - ranked  # what the more likely tokens hold
+        keep = torch.zeros_like(probs, dtype=torch.bool)
+        keep = keep.scatter(-1, order, before < top_p)  # (B, V); the first always
+        probs = probs.masked_fill(~keep, 0.0)
+        probs = probs / probs.sum(dim=-1, keepdim=True)
+    return probs
 
 
 @torch.no_grad()
@@ -508,8 +551,9 @@ def train(
     Each step: a batch of ``batch_size`` windows (:func:`attn_course.corpus.
     random_windows`, seeded by ``seed``), the cross-entropy of every next-token
     prediction, backward, the gradients clipped to a total norm of ``clip``, an
-    AdamW step (weight decay on matrices only, not on biases, norms or position
-    tables) at the learning rate :func:`lr_at` gives. Every ``eval_every`` steps
+    AdamW step at the learning rate :func:`lr_at` gives, with ``weight_decay`` on
+    every matrix, the embedding tables included, and none on biases and layer
+    norms (:func:`weight_decay_groups`). Every ``eval_every`` steps
     and after the last one, the loss on ``val_batches`` is measured and a
     :class:`TrainLog` row is added (and passed to ``on_eval``, e.g. to show
     progress). Introduced in Chapter 8.
@@ -522,15 +566,8 @@ def train(
     require_int(batch_size, "batch_size")
     require_int(eval_every, "eval_every")
     require_int(warmup_steps, "warmup_steps", minimum=0)
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
     optimizer = torch.optim.AdamW(
-        [
-            {"params": decay, "weight_decay": weight_decay},
-            {"params": no_decay, "weight_decay": 0.0},
-        ],
-        lr=max_lr,
-        betas=(0.9, 0.95),
+        weight_decay_groups(model, weight_decay), lr=max_lr, betas=(0.9, 0.95)
     )
     generator = torch.Generator().manual_seed(seed)
     T = model.config.context_length
@@ -568,3 +605,45 @@ def train(
                 on_eval(row)
     model.eval()
     return history
+
+
+def weight_decay_groups(model, weight_decay):
+    """AdamW's two parameter groups: weight decay on matrices, none on vectors.
+
+    nanoGPT's rule (Karpathy, 2022): every trainable parameter of two or more
+    dimensions is decayed by ``weight_decay``: the weights of the linear layers
+    and the embedding tables, token and position (and so the output layer, which
+    shares the token table); every one-dimensional one, the biases and the layer
+    norms' weights and biases, is not. Introduced in Chapter 8.
+
+    Returns
+    -------
+    list of dict
+        ``[decay, no_decay]``, each with ``"params"``, ``"param_names"`` and
+        ``"weight_decay"``, ready for ``torch.optim.AdamW``. A shared matrix is
+        listed once, under its first name.
+
+    Examples
+    --------
+    >>> model = GPT(GPTConfig(vocab_size=10, context_length=4, d_model=8,
+    ...                       num_heads=2, num_layers=1))
+    >>> decay, no_decay = weight_decay_groups(model, 0.1)
+    >>> decay["param_names"][:3]
+    ['token_embedding.weight', 'position_embedding.weight', \
+'blocks.0.self_attn.W_query.weight']
+    >>> no_decay["weight_decay"], no_decay["param_names"][:3]
+    (0.0, ['blocks.0.norm1.weight', 'blocks.0.norm1.bias', \
+'blocks.0.self_attn.out_proj.bias'])
+    """
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    groups = []
+    for decayed, rate in ((True, weight_decay), (False, 0.0)):
+        chosen = [(n, p) for n, p in named if (p.dim() >= 2) == decayed]
+        groups.append(
+            {
+                "params": [p for _, p in chosen],
+                "param_names": [n for n, _ in chosen],
+                "weight_decay": rate,
+            }
+        )
+    return groups

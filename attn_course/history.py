@@ -1,23 +1,43 @@
-"""Dated turning points of neural translation and of attention, and stored timings
-(Chapter 10).
+"""Dated turning points of neural translation and of attention, Chapter 10's
+experiment on sentence length, and stored measurements (Chapter 10).
 
 :data:`TIMELINE` is a small table: one :class:`Event` per paper (or talk), with
 the year and month it was first made public, a short label, what kind of step it
 was, and the key of its entry in the course's ``references.bib``. Chapter 10 draws
-it with :func:`attn_course.diagrams.timeline`. :func:`stored_step_times` reads the
-timings of ``make bench-history`` (``python -m tools.bench_history``) that travel
-with the package.
+it with :func:`attn_course.diagrams.timeline`.
+
+:data:`LENGTH_WIDTHS` sizes the four models of Chapter 10's experiment so that each
+has about 175,000 parameters; :func:`length_model` builds one and
+:func:`length_run` trains and scores it. The readers of stored results,
+:func:`stored_step_times`, :func:`stored_scoring_times` and
+:func:`stored_length_runs`, return what ``python -m tools.bench_history`` measured,
+in files that travel with the package.
 
 Introduced in Chapter 10.
 """
 
 from __future__ import annotations
 
+import time
 from typing import NamedTuple
 
-from .efficient import load_measured
+import torch
 
-__all__ = ["KINDS", "TIMELINE", "Event", "stored_step_times"]
+from . import seq2seq, translation
+from .efficient import load_measured
+from .rnn import GRUSeq2Seq, exact_match_by_length
+
+__all__ = [
+    "KINDS",
+    "LENGTH_WIDTHS",
+    "TIMELINE",
+    "Event",
+    "length_model",
+    "length_run",
+    "stored_length_runs",
+    "stored_scoring_times",
+    "stored_step_times",
+]
 
 
 class Event(NamedTuple):
@@ -124,3 +144,166 @@ def stored_step_times(device="cpu"):
     ['attention', 'gru']
     """
     return load_measured("history", device, "step timings", "make bench-history")
+
+
+def stored_scoring_times(device="cpu"):
+    """The timings of additive and dot-product scores stored with the package.
+
+    ``python -m tools.bench_history --part scores`` times the scores of every
+    query against every key, additive (a hidden layer of ``d_a`` units and a
+    ``tanh`` for every pair) and dot product (one matrix product), for the shapes
+    that Chapter 10 times live. The dict holds ``date``, ``machine``, ``torch``,
+    ``settings`` and ``rows``, one per method, each with ``method``
+    (``"additive"`` or ``"dot"``) and ``time_ms``. Introduced in Chapter 10.
+
+    Parameters
+    ----------
+    device : {"cpu", "cuda"}, default "cpu"
+
+    Examples
+    --------
+    >>> [row["method"] for row in stored_scoring_times()["rows"]]
+    ['additive', 'dot']
+    """
+    return load_measured(
+        "history-scores",
+        device,
+        "scoring timings",
+        "python -m tools.bench_history --part scores",
+    )
+
+
+LENGTH_WIDTHS = {
+    "GRU": 115,
+    "GRU + summary": 102,
+    "GRU + attention": 96,
+    "transformer": 64,
+}
+"""``d_model`` of each model of Chapter 10's experiment on sentence length, chosen so
+that all four have about 175,000 parameters on Chapter 6's vocabularies, as many as
+Chapter 6's transformer (2 + 2 layers, 4 heads, ``d_ff = 128``). ``"GRU"`` is the
+plain :class:`~attn_course.rnn.GRUSeq2Seq`, ``"GRU + summary"`` the one with
+``summary_every_step=True`` (Cho et al., 2014), ``"GRU + attention"`` the one with
+``attention=True`` (Bahdanau et al., 2015). Introduced in Chapter 10."""
+
+
+def length_model(name):
+    """One model of Chapter 10's experiment, untrained, with its width from
+    :data:`LENGTH_WIDTHS`, for Chapter 6's vocabularies. Introduced in Chapter 10.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`LENGTH_WIDTHS`.
+
+    Returns
+    -------
+    GRUSeq2Seq or attn_course.seq2seq.Seq2SeqTransformer
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not a key of :data:`LENGTH_WIDTHS`.
+
+    Examples
+    --------
+    >>> counts = [seq2seq.count_parameters(length_model(n)) for n in LENGTH_WIDTHS]
+    >>> max(counts) / min(counts) < 1.01
+    True
+    """
+    if name not in LENGTH_WIDTHS:
+        raise ValueError(
+            f"no model named {name!r} in the experiment; use one of "
+            f"{list(LENGTH_WIDTHS)}"
+        )
+    sizes = len(translation.source_vocab()), len(translation.target_vocab())
+    D = LENGTH_WIDTHS[name]
+    if name == "transformer":
+        return seq2seq.Seq2SeqTransformer(seq2seq.Seq2SeqConfig(*sizes, d_model=D))
+    return GRUSeq2Seq(
+        *sizes,
+        d_model=D,
+        attention=name == "GRU + attention",
+        summary_every_step=name == "GRU + summary",
+    )
+
+
+def length_run(
+    name, train_data, test_data, train_subset, *, seed, epochs, warmup_steps=50
+):
+    """Build, train and score one model of Chapter 10's experiment.
+
+    ``torch.manual_seed(seed)`` before :func:`length_model`, then Chapter 6's
+    :func:`~attn_course.seq2seq.train` (``seed`` shuffles the batches), then the
+    exact match of greedy translations: on the test pairs by source length, and on
+    ``train_subset``, pairs the model was trained on. Introduced in Chapter 10.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`LENGTH_WIDTHS`.
+    train_data, test_data, train_subset : attn_course.translation.Batch
+    seed, epochs : int
+    warmup_steps : int, default 50
+
+    Returns
+    -------
+    model : torch.nn.Module
+        Trained, in eval mode.
+    result : dict
+        ``model`` (the name), ``seed``, ``epochs``, ``parameters``,
+        ``train_exact_match``, ``test_exact_match``, ``by_length`` (a list of
+        ``[source length, accuracy, number of test pairs]``) and ``seconds``, the
+        time training took.
+    """
+    torch.manual_seed(seed)
+    model = length_model(name)
+    start = time.perf_counter()
+    seq2seq.train(
+        model,
+        train_data,
+        epochs=epochs,
+        warmup_steps=warmup_steps,
+        seed=seed,
+        log=None,
+    )
+    seconds = time.perf_counter() - start
+    table = exact_match_by_length(model, test_data)  # {length: (accuracy, count)}
+    correct = sum(round(accuracy * count) for accuracy, count in table.values())
+    return model, {
+        "model": name,
+        "seed": seed,
+        "epochs": epochs,
+        "parameters": seq2seq.count_parameters(model),
+        "train_exact_match": seq2seq.exact_match(model, train_subset),
+        "test_exact_match": correct / sum(count for _, count in table.values()),
+        "by_length": [[n, accuracy, count] for n, (accuracy, count) in table.items()],
+        "seconds": round(seconds, 1),
+    }
+
+
+def stored_length_runs(device="cpu"):
+    """The runs of Chapter 10's experiment on sentence length stored with the
+    package: every model of :data:`LENGTH_WIDTHS`, several seeds.
+
+    ``python -m tools.bench_history --part lengths`` calls :func:`length_run` for
+    each model and seed, and for the plain GRU with five times the epochs too.
+    The dict holds ``date``, ``machine``, ``torch``, ``settings`` and ``rows``,
+    the ``result`` dicts of :func:`length_run`. Introduced in Chapter 10.
+
+    Parameters
+    ----------
+    device : {"cpu", "cuda"}, default "cpu"
+
+    Examples
+    --------
+    >>> runs = stored_length_runs()
+    >>> sorted({row["model"] for row in runs["rows"]}) == sorted(LENGTH_WIDTHS)
+    True
+    """
+    return load_measured(
+        "history-lengths",
+        device,
+        "runs of the length experiment",
+        "python -m tools.bench_history --part lengths",
+    )

@@ -17,8 +17,6 @@ Shape letters are those of :mod:`attn_course.shapes`; ``H_kv`` is the number of
 key-value heads. Introduced in Chapter 9.
 """
 
-import torch
-
 from ._validate import require_int, require_tensor
 
 __all__ = ["KVCache", "LayerCache", "kv_cache_numbers"]
@@ -27,22 +25,64 @@ __all__ = ["KVCache", "LayerCache", "kv_cache_numbers"]
 class LayerCache:
     """The keys and values one attention layer has seen, ``(B, H_kv, T, d)`` each.
 
-    :meth:`append` adds the new tokens' keys and values and returns everything
-    stored so far, which is what the layer attends to. Introduced in Chapter 9.
+    :meth:`append` writes the new tokens' keys and values after those stored and
+    returns everything stored so far, which is what the layer attends to. They go
+    into storage reserved in advance, room for :attr:`capacity` tokens along ``T``,
+    and a length counter says how much of it is filled, so a step copies only its
+    new tokens (``torch.cat`` would copy the whole cache at every step, ``T**2 / 2``
+    tokens for ``T`` steps). Full storage doubles, since a layer does not know the
+    model's ``context_length``; doubling copies fewer than ``2 * T`` stored tokens
+    for ``T`` appended. The storage is written in place, so the cache is for
+    inference (under ``torch.no_grad()``, as in :func:`attn_course.generate`).
+    Introduced in Chapter 9.
+
+    Parameters
+    ----------
+    capacity : int, default 0
+        Tokens to reserve room for at the first :meth:`append` (more if it
+        brings more), e.g. ``config.context_length``.
 
     Attributes
     ----------
     keys, values : torch.Tensor or None
-        ``(B, H_kv, T, d)``; ``None`` before the first :meth:`append`.
+        Views of the filled part of the storage, ``(B, H_kv, T, d)``; ``None``
+        before the first :meth:`append`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> layer = LayerCache()
+    >>> k = torch.zeros(1, 2, 3, 4)  # (B, H_kv, T_new=3, d)
+    >>> _ = layer.append(k, k)
+    >>> _ = layer.append(k[:, :, :1], k[:, :, :1])  # one token more: room for 6
+    >>> len(layer), layer.capacity, tuple(layer.keys.shape)
+    (4, 6, (1, 2, 4, 4))
+    >>> layer.truncate(3)  # drop the newest token
+    >>> len(layer)
+    3
     """
 
-    def __init__(self):
-        self.keys = None
-        self.values = None
+    def __init__(self, *, capacity=0):
+        self._capacity = require_int(capacity, "capacity", minimum=0)
+        self._keys = self._values = None  # the storage, (B, H_kv, capacity, d)
+        self._length = 0  # the tokens written so far
 
     def __len__(self):
         """The number of tokens stored."""
-        return 0 if self.keys is None else self.keys.size(2)
+        return self._length
+
+    @property
+    def capacity(self):
+        """The number of tokens the storage has room for."""
+        return 0 if self._keys is None else self._keys.size(2)
+
+    @property
+    def keys(self):
+        return None if self._keys is None else self._keys[:, :, : self._length]
+
+    @property
+    def values(self):
+        return None if self._values is None else self._values[:, :, : self._length]
 
     def append(self, keys, values):
         """Store the new tokens' ``keys`` and ``values``, ``(B, H_kv, T_new, d)``
@@ -60,34 +100,56 @@ class LayerCache:
                 f"keys {tuple(keys.shape)} and values {tuple(values.shape)} must have "
                 "the same shape (B, H_kv, T_new, d)"
             )
-        if self.keys is None:
-            self.keys, self.values = keys, values
-        else:
-            stored = self.keys.shape
-            if (stored[0], stored[1], stored[3]) != (
-                keys.size(0),
-                keys.size(1),
-                keys.size(3),
-            ):
-                raise ValueError(
-                    f"the cache holds keys of shape {tuple(stored)} (B, H_kv, T, d); "
-                    f"new keys of shape {tuple(keys.shape)} differ in B, H_kv or d. "
-                    "Use a fresh KVCache for a new batch or a different model"
-                )
-            # Along T: (B, H_kv, T, d) + (B, H_kv, T_new, d) -> (B, H_kv, T + T_new, d)
-            self.keys = torch.cat([self.keys, keys], dim=2)
-            self.values = torch.cat([self.values, values], dim=2)
+        B, H_kv, T_new, d = keys.shape
+        if self._keys is not None and (B, H_kv, d) != (
+            self._keys.size(0),
+            self._keys.size(1),
+            self._keys.size(3),
+        ):
+            raise ValueError(
+                f"the cache holds keys of shape {tuple(self.keys.shape)} "
+                f"(B, H_kv, T, d); new keys of shape {tuple(keys.shape)} differ in "
+                "B, H_kv or d. Use a fresh KVCache for a new batch or a different model"
+            )
+        start, end = self._length, self._length + T_new
+        if end > self.capacity:
+            # Room for at least twice as many tokens: (B, H_kv, capacity, d)
+            capacity = max(end, 2 * self.capacity, self._capacity)
+            stored = self.keys, self.values
+            self._keys = keys.new_empty((B, H_kv, capacity, d))
+            self._values = values.new_empty((B, H_kv, capacity, d))
+            if start:  # the one copy of what is stored, once per doubling
+                self._keys[:, :, :start] = stored[0]
+                self._values[:, :, :start] = stored[1]
+        # The new tokens go after the stored ones, in place: positions start..end-1
+        self._keys[:, :, start:end] = keys
+        self._values[:, :, start:end] = values
+        self._length = end
         return self.keys, self.values
 
+    def truncate(self, length):
+        """Keep the first ``length`` tokens and forget the rest; the storage stays.
+
+        ``layer.truncate(len(layer) - 1)`` drops the newest token.
+        """
+        length = require_int(length, "length", minimum=0)
+        if length > self._length:
+            raise ValueError(
+                f"cannot keep length={length} tokens: the cache holds "
+                f"{self._length}; use a length from 0 to {self._length}"
+            )
+        self._length = length
+
     def numbers(self):
-        """How many numbers the stored keys and values hold together."""
-        return 0 if self.keys is None else self.keys.numel() + self.values.numel()
+        """How many numbers the stored keys and values hold together (those of
+        the tokens stored, not of the room reserved)."""
+        return 0 if self._keys is None else self.keys.numel() + self.values.numel()
 
     def nbytes(self):
         """The bytes of the stored keys and values."""
-        if self.keys is None:
+        if self._keys is None:
             return 0
-        return self.numbers() * self.keys.element_size()
+        return self.numbers() * self._keys.element_size()
 
 
 class KVCache:
@@ -103,6 +165,9 @@ class KVCache:
     ----------
     num_layers : int
         The number of attention layers of the model (``config.num_layers``).
+    capacity : int, default 0
+        Tokens each layer reserves room for at its first append, e.g.
+        ``config.context_length`` (see :class:`LayerCache`).
 
     Examples
     --------
@@ -113,15 +178,24 @@ class KVCache:
     >>> _ = cache.layers[1].append(k, k)
     >>> len(cache), cache.numbers()  # 2 layers * (keys + values) * 1 * 2 * 3 * 4
     (3, 96)
+    >>> cache.truncate(2)  # every layer forgets its newest token
+    >>> len(cache)
+    2
     """
 
-    def __init__(self, num_layers):
+    def __init__(self, num_layers, *, capacity=0):
         require_int(num_layers, "num_layers", hint="e.g. KVCache(config.num_layers)")
-        self.layers = [LayerCache() for _ in range(num_layers)]
+        self.layers = [LayerCache(capacity=capacity) for _ in range(num_layers)]
 
     def __len__(self):
         """The number of tokens cached (those of the first layer)."""
         return len(self.layers[0])
+
+    def truncate(self, length):
+        """Keep the first ``length`` tokens in every layer (see
+        :meth:`LayerCache.truncate`)."""
+        for layer in self.layers:
+            layer.truncate(length)
 
     def numbers(self):
         """How many numbers the whole cache holds."""

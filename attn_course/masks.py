@@ -23,15 +23,25 @@ __all__ = [
 ]
 
 _SIZE_HINT = "it counts tokens, e.g. the sequence length x.shape[-2]"
+_OFFSET_HINT = (
+    "it is the position of query 0 among the keys: 0 aligns the first query with "
+    "the first key (as is_causal=True), T_k - T_q the last with the last (a KV cache)"
+)
 
 
-def causal_mask(T_q, T_k=None, *, device=None):
-    """Bool mask letting query ``i`` attend only to keys ``0..i``.
+def causal_mask(T_q, T_k=None, *, offset=0, device=None):
+    """Bool mask letting each query attend only to the keys up to its own position.
 
-    The lower triangle, including the diagonal, is ``True`` (= *may attend*, the
-    convention of PyTorch's ``scaled_dot_product_attention``; ``nn.MultiheadAttention``
-    uses the opposite). When ``T_q != T_k`` the triangle is aligned at the top-left
-    corner, as ``is_causal=True`` does in PyTorch. Introduced in Chapter 3.
+    Query ``i`` sits at key position ``offset + i`` and may attend to keys
+    ``0..offset + i``: ``True`` there (= *may attend*, the convention of PyTorch's
+    ``scaled_dot_product_attention``; ``nn.MultiheadAttention`` uses the
+    opposite). ``offset=0`` aligns the triangle at the top-left corner, as
+    ``is_causal=True`` does in PyTorch and in this package. For ``T_q`` new tokens
+    after ``T_k - T_q`` cached ones (a KV cache, Chapter 9), pass
+    ``offset=T_k - T_q``: the mask is then the last ``T_q`` rows of
+    ``causal_mask(T_k)``, PyTorch's bottom-right ``causal_lower_right``.
+    :func:`attn_course.alibi_bias` places its queries with the same ``offset``.
+    Introduced in Chapter 3.
 
     Parameters
     ----------
@@ -39,13 +49,16 @@ def causal_mask(T_q, T_k=None, *, device=None):
         Number of queries (rows), at least 1.
     T_k : int, optional
         Number of keys (columns), at least 1; defaults to ``T_q``.
+    offset : int, default 0
+        Keyword only. The position of query 0 among the keys, at least 0.
     device : torch.device or str, optional
         Where to create the mask.
 
     Returns
     -------
     torch.Tensor
-        Bool mask, ``True`` where query ``i`` may attend to key ``j`` (``j <= i``).
+        Bool mask, ``True`` where query ``i`` may attend to key ``j``
+        (``j <= offset + i``).
 
     Shapes
     ------
@@ -55,9 +68,9 @@ def causal_mask(T_q, T_k=None, *, device=None):
     Raises
     ------
     TypeError
-        If ``T_q`` or ``T_k`` is not an int.
+        If ``T_q``, ``T_k`` or ``offset`` is not an int.
     ValueError
-        If ``T_q`` or ``T_k`` is smaller than 1.
+        If ``T_q`` or ``T_k`` is smaller than 1, or ``offset`` smaller than 0.
 
     Examples
     --------
@@ -65,14 +78,18 @@ def causal_mask(T_q, T_k=None, *, device=None):
     tensor([[ True, False, False],
             [ True,  True, False],
             [ True,  True,  True]])
-    >>> causal_mask(2, 4)
+    >>> causal_mask(2, 4)  # top-left, as is_causal=True
     tensor([[ True, False, False, False],
             [ True,  True, False, False]])
+    >>> causal_mask(2, 4, offset=2)  # 2 new tokens after 2 cached ones
+    tensor([[ True,  True,  True, False],
+            [ True,  True,  True,  True]])
     """
     T_q = require_int(T_q, "T_q", hint=_SIZE_HINT)
     T_k = T_q if T_k is None else require_int(T_k, "T_k", hint=_SIZE_HINT)
-    # Keep the diagonal and everything below it.
-    return torch.ones(T_q, T_k, dtype=torch.bool, device=device).tril()
+    offset = require_int(offset, "offset", minimum=0, hint=_OFFSET_HINT)
+    # Keep key j for query i where j <= offset + i: the diagonal moved right.
+    return torch.ones(T_q, T_k, dtype=torch.bool, device=device).tril(offset)
 
 
 def padding_mask(lengths, max_len=None):

@@ -1,4 +1,4 @@
-"""A small task that needs order: copy the previous token (Chapter 7).
+"""Two small tasks that need order: copy the previous token, or the first (Chapter 7).
 
 Every sequence is random tokens; the target at position ``t`` is the token at
 position ``t - 1``. A model whose attention sees no positions cannot tell which of
@@ -6,6 +6,9 @@ the tokens before ``t`` came last, so it can only guess among them; a model with
 positions can attend to exactly one place, one step back.
 
 - :func:`previous_token_batch` draws a batch of sequences and their targets;
+- :func:`first_token_batch` draws sequences whose target is always the first
+  token: at position ``t`` that is ``t`` tokens back, so on sequences longer than
+  the training ones the model needs distances it never saw;
 - :func:`train` fits a model to fresh batches with Adam and returns the losses;
 - :func:`accuracy_by_position` measures, at every position, how often the model's
   most likely token is the target.
@@ -28,7 +31,7 @@ import torch.nn.functional as F
 
 from ._validate import kind_of, require_int, require_positive, require_tensor
 
-__all__ = ["accuracy_by_position", "previous_token_batch", "train"]
+__all__ = ["accuracy_by_position", "first_token_batch", "previous_token_batch", "train"]
 
 IGNORE = -100  # the target of position 0, which has no previous token
 
@@ -94,6 +97,29 @@ def previous_token_batch(batch_size, length, vocab_size, *, generator):
     return ids, targets
 
 
+def first_token_batch(batch_size, length, vocab_size, *, generator):
+    """Random sequences whose target at every position ``t >= 1`` is the token at 0.
+
+    Takes the arguments of :func:`previous_token_batch` and returns the same kind
+    of batch. Introduced in Chapter 7.
+
+    Examples
+    --------
+    >>> ids, targets = first_token_batch(
+    ...     1, 5, 10, generator=torch.Generator().manual_seed(0)
+    ... )
+    >>> ids
+    tensor([[4, 9, 3, 0, 3]])
+    >>> targets
+    tensor([[-100,    4,    4,    4,    4]])
+    """
+    ids, targets = previous_token_batch(
+        batch_size, length, vocab_size, generator=generator
+    )
+    targets[:, 1:] = ids[:, :1]  # (B, 1) broadcast over positions 1 .. T-1
+    return ids, targets
+
+
 def _logits(model, ids, vocab_size=None):
     """``model(ids)``, checked to be logits of shape ``(B, T, vocab_size)``."""
     logits = model(ids)
@@ -109,8 +135,8 @@ def _logits(model, ids, vocab_size=None):
     return logits
 
 
-def train(model, *, steps, batch_size, length, vocab_size, lr, seed):
-    """Fit ``model`` to fresh batches of the previous-token task with Adam.
+def train(model, *, steps, batch_size, length, vocab_size, lr, seed, task=None):
+    """Fit ``model`` to fresh batches of a task with Adam (default: previous token).
 
     Each of the ``steps`` steps draws a new batch (from a generator seeded with
     ``seed``), computes the cross-entropy of the logits against the targets
@@ -128,6 +154,9 @@ def train(model, *, steps, batch_size, length, vocab_size, lr, seed):
         Learning rate, positive.
     seed : int
         Seed of the batches.
+    task : callable, optional
+        Draws a batch, like :func:`previous_token_batch` (the default) or
+        :func:`first_token_batch`.
 
     Returns
     -------
@@ -157,14 +186,18 @@ def train(model, *, steps, batch_size, length, vocab_size, lr, seed):
             "itself, not its output"
         )
     steps = require_int(steps, "steps")
+    task = previous_token_batch if task is None else task
+    if not callable(task):
+        raise TypeError(
+            f"task must draw a batch, got {kind_of(task)}; pass e.g. "
+            "task=order_task.first_token_batch"
+        )
     lr = require_positive(lr, "lr", hint="e.g. lr=0.01")
     generator = torch.Generator().manual_seed(require_int(seed, "seed", minimum=0))
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     losses = []
     for _ in range(steps):
-        ids, targets = previous_token_batch(
-            batch_size, length, vocab_size, generator=generator
-        )
+        ids, targets = task(batch_size, length, vocab_size, generator=generator)
         logits = _logits(model, ids, vocab_size)  # (B, T, vocab_size)
         loss = F.cross_entropy(
             logits.reshape(-1, vocab_size), targets.reshape(-1), ignore_index=IGNORE
@@ -187,7 +220,7 @@ def accuracy_by_position(model, ids, targets):
     model : torch.nn.Module
         Maps ids ``(B, T)`` to logits ``(B, T, vocab_size)``.
     ids, targets : torch.Tensor
-        A batch from :func:`previous_token_batch`.
+        A batch from :func:`previous_token_batch` or :func:`first_token_batch`.
 
     Returns
     -------

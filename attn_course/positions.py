@@ -13,8 +13,11 @@ added to it:
   vectors but subtracts from every score a penalty proportional to the distance
   between query and key, with one slope per head.
 
-:func:`rope_permutation` converts between the two layouts in which RoPE is written
-(pairs of neighbouring features, or pairs half a head apart).
+:func:`rope_frequencies` gives RoPE's angle per position for every pair, and
+stretches it for sequences longer than the training length (position
+interpolation, YaRN). :func:`rope_permutation` converts between the two layouts
+in which RoPE is written (pairs of neighbouring features, or pairs half a head
+apart).
 
 Shapes
 ------
@@ -38,13 +41,16 @@ from ._validate import (
     require_positive,
     require_tensor,
 )
+from .masks import _OFFSET_HINT
 
 __all__ = [
     "alibi_bias",
     "alibi_slopes",
     "apply_rope",
+    "rope_frequencies",
     "rope_permutation",
     "sinusoidal_positions",
+    "yarn_attention_factor",
 ]
 
 
@@ -162,6 +168,122 @@ def rope_permutation(d):
     return torch.cat([torch.arange(0, d, 2), torch.arange(1, d, 2)])
 
 
+_SCALING_HINT = (
+    "pass scaling=None, {'type': 'pi', 'factor': s} or {'type': 'yarn', "
+    "'factor': s, 'original_length': L}"
+)
+
+
+def _check_scaling(scaling):
+    """``scaling`` checked: ``(type, factor, original_length, alpha, beta)``."""
+    if not isinstance(scaling, dict) or scaling.get("type") not in ("pi", "yarn"):
+        raise ValueError(
+            f"scaling must name type 'pi' or 'yarn', got {scaling!r}; " + _SCALING_HINT
+        )
+    known = {"type", "factor", "original_length", "alpha", "beta"}
+    if set(scaling) - known:
+        raise ValueError(
+            f"scaling has unknown keys {sorted(set(scaling) - known)}; " + _SCALING_HINT
+        )
+    factor = require_positive(
+        scaling.get("factor"), "scaling['factor']", hint="e.g. L_test / L_train = 4.0"
+    )
+    if scaling["type"] == "pi":
+        return "pi", factor, None, None, None
+    length = require_int(
+        scaling.get("original_length"),
+        "scaling['original_length']",
+        hint="the training length L",
+    )
+    alpha = require_positive(scaling.get("alpha", 1.0), "alpha", hint="e.g. 1.0")
+    beta = require_positive(scaling.get("beta", 32.0), "beta", hint="e.g. 32.0")
+    if alpha >= beta:
+        raise ValueError(
+            f"YaRN needs alpha < beta, got alpha={alpha}, beta={beta}; "
+            "the paper uses alpha=1, beta=32"
+        )
+    return "yarn", factor, length, alpha, beta
+
+
+def rope_frequencies(d, base=10000.0, *, scaling=None):
+    """RoPE's angle per position ``theta_i`` for each of the ``d/2`` pairs of a head.
+
+    Without scaling, ``theta_i = base^(-2i/d)``. Two ways stretch a model trained
+    on ``L`` tokens to ``s L`` tokens:
+
+    - ``{"type": "pi", "factor": s}``: position interpolation (Chen et al.
+      2023): every ``theta_i`` divided by ``s``, the same as positions scaled by
+      ``1/s``, so that ``s L`` positions turn no further than ``L`` did.
+    - ``{"type": "yarn", "factor": s, "original_length": L}`` (optional
+      ``"alpha"``, default 1, and ``"beta"``, default 32): YaRN's "NTK-by-parts"
+      (Peng et al. 2023). Pair ``i`` turns ``r_i = L theta_i / (2 pi)`` times
+      within ``L`` tokens; a ramp ``gamma = (r - alpha) / (beta - alpha)``,
+      clipped to ``[0, 1]``, mixes ``(1 - gamma) theta_i / s + gamma theta_i``:
+      slow pairs (fewer than ``alpha`` turns) are interpolated like PI, fast
+      ones (more than ``beta`` turns) are left alone. YaRN also scales the
+      scores, see :func:`apply_rope`.
+
+    Introduced in Chapter 7.
+
+    Parameters
+    ----------
+    d : int
+        Head width, even.
+    base : float, default 10000.0
+    scaling : dict, optional
+
+    Returns
+    -------
+    torch.Tensor
+        Float64 radians per position.
+
+    Shapes
+    ------
+    Letters: see attn_course.shapes.
+    output : (d/2,)
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``d``, ``base`` or ``scaling`` is not valid.
+
+    Examples
+    --------
+    >>> rope_frequencies(4)
+    tensor([1.0000, 0.0100], dtype=torch.float64)
+    >>> rope_frequencies(4, scaling={"type": "pi", "factor": 4.0})
+    tensor([0.2500, 0.0025], dtype=torch.float64)
+    """
+    d = require_int(d, "d", minimum=2, hint="RoPE needs at least one pair")
+    if d % 2:
+        raise ValueError(f"d={d} must be even: RoPE rotates features in pairs")
+    base = require_positive(base, "base", hint=ROPE_BASE_HINT)
+    i = torch.arange(d // 2, dtype=torch.float64)  # (d/2,)
+    theta = base ** (-2.0 * i / d)  # (d/2,): 1, ..., about 1/base
+    if scaling is None:
+        return theta
+    kind, factor, length, alpha, beta = _check_scaling(scaling)
+    if kind == "pi":
+        return theta / factor
+    turns = length * theta / (2 * math.pi)  # r_i: turns within the training length
+    gamma = ((turns - alpha) / (beta - alpha)).clamp(0.0, 1.0)  # (d/2,)
+    return (1 - gamma) * theta / factor + gamma * theta
+
+
+def yarn_attention_factor(factor):
+    """YaRN's ``sqrt(1/t) = 0.1 ln(s) + 1`` (Peng et al. 2023), ``s = factor``.
+
+    Queries and keys are both multiplied by it, so the scores grow by its square
+    and softmax sharpens on long sequences, where weight spreads over more keys.
+    Introduced in Chapter 7.
+
+    >>> round(yarn_attention_factor(4.0), 4)
+    1.1386
+    """
+    factor = require_positive(factor, "factor", hint="e.g. 4.0")
+    return 0.1 * math.log(factor) + 1.0
+
+
 def _rope_positions(positions, length, device):
     """``positions`` checked: 1-D integers, ``length`` of them; ``arange`` if None."""
     if positions is None:
@@ -193,7 +315,7 @@ def _rope_positions(positions, length, device):
     return positions
 
 
-def apply_rope(x, positions=None, *, base=10000.0, interleaved=False):
+def apply_rope(x, positions=None, *, base=10000.0, interleaved=False, scaling=None):
     """Rotate queries or keys by their positions: rotary position embedding (RoPE).
 
     The ``d`` features of each token are split into ``d/2`` pairs, and pair ``i`` of
@@ -244,6 +366,10 @@ def apply_rope(x, positions=None, *, base=10000.0, interleaved=False):
         models, whose slowest pairs then turn even more slowly.
     interleaved : bool, default False
         Which features form a pair (see above).
+    scaling : dict, optional
+        Stretch the angles for sequences longer than the training length, see
+        :func:`rope_frequencies`. With ``"yarn"`` the output is also multiplied by
+        :func:`yarn_attention_factor`, as YaRN does to queries and keys.
 
     Returns
     -------
@@ -307,8 +433,7 @@ def apply_rope(x, positions=None, *, base=10000.0, interleaved=False):
 
     # Angles in float64 on the CPU: at position 100000 a float32 angle can be off
     # by up to 0.004 radians, far more than float32 rounding of the result.
-    i = torch.arange(d // 2, dtype=torch.float64)  # (d/2,)
-    inv_freq = base ** (-2.0 * i / d)  # (d/2,): 1, ..., about 1/base
+    inv_freq = rope_frequencies(d, base, scaling=scaling)  # (d/2,)
     angle = positions.cpu().double()[:, None] * inv_freq  # (T, 1) * (d/2,) -> (T, d/2)
     work = torch.float64 if x.dtype == torch.float64 else torch.float32
     cos = torch.cos(angle).to(device=x.device, dtype=work)  # (T, d/2)
@@ -324,6 +449,8 @@ def apply_rope(x, positions=None, *, base=10000.0, interleaved=False):
         out = torch.stack([turned_first, turned_second], dim=-1).flatten(-2)
     else:
         out = torch.cat([turned_first, turned_second], dim=-1)
+    if scaling is not None and scaling["type"] == "yarn":
+        out = out * yarn_attention_factor(scaling["factor"])
     return out.to(x.dtype)
 
 
@@ -387,15 +514,19 @@ def alibi_slopes(num_heads):
     return torch.tensor(slopes, dtype=torch.float32)
 
 
-def alibi_bias(num_heads, T_q, T_k=None):
+def alibi_bias(num_heads, T_q, T_k=None, *, offset=0):
     """The ALiBi bias to add to attention scores, one ``(T_q, T_k)`` matrix per head.
 
     Entry ``[h, i, j]`` is ``-slope_h * |p_i - j|``, where ``slope_h`` is
-    ``alibi_slopes(num_heads)[h]`` and ``p_i`` is the position of query ``i``.
-    When ``T_q < T_k`` (new tokens decoded after ``T_k - T_q`` cached ones) the
-    last query is aligned with the last key: ``p_i = i + T_k - T_q``. For a key at
-    or before its query (``j <= p_i``) that is ALiBi's ``-slope_h * (p_i - j)``:
-    0 on the query's own position, falling by ``slope_h`` per step back.
+    ``alibi_slopes(num_heads)[h]`` and ``p_i = offset + i`` is the position of
+    query ``i`` among the keys, as in :func:`attn_course.causal_mask`: the default
+    ``offset=0`` aligns the first query with the first key (the top-left corner
+    of PyTorch's ``is_causal=True``), and ``T_q`` new tokens decoded after
+    ``T_k - T_q`` cached ones (a KV cache) take ``offset=T_k - T_q``, which gives
+    the last ``T_q`` rows of ``alibi_bias(num_heads, T_k)``. Give the bias and
+    the mask the same ``offset``. For a key at or before its query (``j <= p_i``)
+    the entry is ALiBi's ``-slope_h * (p_i - j)``: 0 on the query's own position,
+    falling by ``slope_h`` per step back.
 
     Future keys (``j > p_i``) get the same penalty for their distance,
     ``-slope_h * (j - p_i)``: the matrix is symmetric about the aligned diagonal.
@@ -419,7 +550,9 @@ def alibi_bias(num_heads, T_q, T_k=None):
     T_q : int
         Number of queries.
     T_k : int, optional
-        Number of keys, at least ``T_q``; default ``T_q``.
+        Number of keys, at least ``offset + T_q``; default ``T_q``.
+    offset : int, default 0
+        Keyword only. The position of query 0 among the keys, at least 0.
 
     Returns
     -------
@@ -434,9 +567,10 @@ def alibi_bias(num_heads, T_q, T_k=None):
     Raises
     ------
     TypeError
-        If a size is not an int.
+        If a size or ``offset`` is not an int.
     ValueError
-        If a size is below 1, or ``T_q > T_k``.
+        If a size is below 1, ``offset`` below 0, or a query would sit past the
+        last key (``offset + T_q > T_k``).
 
     Examples
     --------
@@ -444,19 +578,22 @@ def alibi_bias(num_heads, T_q, T_k=None):
     tensor([[[ 0., -1., -2.],
              [-1.,  0., -1.],
              [-2., -1.,  0.]]])
-    >>> alibi_bias(1, 1, 4) * 256  # one new query after 3 cached tokens
+    >>> alibi_bias(1, 1, 4, offset=3) * 256  # one new query after 3 cached tokens
     tensor([[[-3., -2., -1.,  0.]]])
     """
     num_heads = require_int(num_heads, "num_heads")
     T_q = require_int(T_q, "T_q")
     T_k = T_q if T_k is None else require_int(T_k, "T_k")
-    if T_q > T_k:
+    offset = require_int(offset, "offset", minimum=0, hint=_OFFSET_HINT)
+    if offset + T_q > T_k:
         raise ValueError(
-            f"T_q={T_q} is larger than T_k={T_k}: every query must have its own "
-            f"position among the keys; pass T_k >= T_q (e.g. T_k={T_q}), or swap "
-            "them if they are the wrong way round"
+            f"offset={offset} and T_q={T_q} put the last query at position "
+            f"{offset + T_q - 1}, past the last of T_k={T_k} keys: every query must "
+            f"have its own position among the keys; pass T_k >= offset + T_q "
+            f"(e.g. T_k={offset + T_q}), or swap T_q and T_k if they are the wrong "
+            "way round"
         )
-    query_at = torch.arange(T_q, dtype=torch.float64) + (T_k - T_q)  # (T_q,)
+    query_at = torch.arange(T_q, dtype=torch.float64) + offset  # (T_q,)
     key_at = torch.arange(T_k, dtype=torch.float64)  # (T_k,)
     distance = (query_at[:, None] - key_at[None, :]).abs()  # (T_q, T_k)
     slopes = alibi_slopes(num_heads).double()  # (H,)

@@ -2,12 +2,15 @@
 
 Before the transformer, translation models were recurrent: an **encoder** GRU reads
 the source one word at a time and a **decoder** GRU writes the target one word at a
-time. This module holds the two models that Chapter 10 trains on Chapter 6's toy
+time. This module holds the three decoders that Chapter 10 trains on Chapter 6's toy
 translation task:
 
 - :class:`GRUSeq2Seq` with ``attention=False``: the decoder starts from the
   encoder's last hidden state and sees nothing else of the source, so the whole
   sentence has to pass through one vector of ``d_model`` numbers;
+- :class:`GRUSeq2Seq` with ``summary_every_step=True``: that last state is the
+  summary ``c`` of the source, and the decoder reads it at every step and in its
+  output layer too, as in Cho et al. (2014);
 - :class:`GRUSeq2Seq` with ``attention=True``: before every step the decoder's
   hidden state queries all of the encoder's states with :class:`AdditiveAttention`
   (Bahdanau's scoring) and reads a weighted sum of them, a fresh context vector for
@@ -38,7 +41,13 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from ._validate import kind_of, require_bool_mask, require_int, require_tensor
+from ._validate import (
+    kind_of,
+    require_bool_mask,
+    require_flag,
+    require_int,
+    require_tensor,
+)
 from .seq2seq import _check_ids, exact_match
 from .translation import Batch
 
@@ -183,6 +192,8 @@ class GRUSeq2SeqConfig:
         Width of the embeddings and of every hidden state.
     attention : bool, default False
         Whether the decoder attends to the encoder's states.
+    summary_every_step : bool, default False
+        Whether the decoder reads the encoder's last state at every step.
     context_length : int, default 16
         The longest source or target sequence the model accepts.
     pad_id : int, default 0
@@ -195,6 +206,7 @@ class GRUSeq2SeqConfig:
     attention: bool = False
     context_length: int = 16
     pad_id: int = 0
+    summary_every_step: bool = False
 
 
 class GRUSeq2Seq(nn.Module):
@@ -205,10 +217,16 @@ class GRUSeq2Seq(nn.Module):
     and zeros at its padding. The decoder GRU starts from the encoder's last
     hidden state (the state after the last real word). Without attention, that
     vector is all the decoder ever sees of the source, and each logit comes from
-    the decoder's state. With attention, each step first computes a context vector
-    with :class:`AdditiveAttention`, the previous decoder state as the query and
-    the encoder's states as keys, feeds ``[embedding; context]`` to a GRU cell, and
-    computes the logits from ``[new state; context]``. Introduced in Chapter 10.
+    the decoder's state. With ``summary_every_step``, that same vector ``c`` is
+    also the context of every step: the decoder GRU reads ``[embedding; c]`` and
+    the logits come from ``[state; c]``, the conditioning of Cho et al. (2014),
+    whose output layer also reads the previous word and whose ``c`` and first
+    state pass through a ``tanh`` layer each. With attention, each step first
+    computes a context vector with :class:`AdditiveAttention`, the previous
+    decoder state as the query and the encoder's states as keys, feeds
+    ``[embedding; context]`` to a GRU cell, and computes the logits from
+    ``[new state; context]``: the summary decoder with a new context at every
+    step, and ``D (2 D + 1)`` more parameters. Introduced in Chapter 10.
 
     Parameters
     ----------
@@ -222,6 +240,9 @@ class GRUSeq2Seq(nn.Module):
         Longest sequence accepted (``greedy_decode`` writes at most
         ``context_length - 1`` words by default).
     pad_id : int, default 0
+    summary_every_step : bool, default False
+        Feed the encoder's last state to every decoder step and to the output
+        layer; not with ``attention``, whose context replaces it.
 
     Attributes
     ----------
@@ -229,10 +250,11 @@ class GRUSeq2Seq(nn.Module):
     src_embed, tgt_embed : nn.Embedding
     encoder : nn.GRU
     decoder : nn.GRU or nn.GRUCell
-        A GRU over the whole target without attention; a cell run step by step with.
+        A GRU over the whole target without attention (its input ``2 D`` wide with
+        ``summary_every_step``); a cell run step by step with.
     attention : AdditiveAttention or None
     lm_head : nn.Linear
-        ``D -> V`` without attention, ``2 D -> V`` with.
+        ``D -> V`` for the plain decoder, ``2 D -> V`` for the two others.
 
     Shapes
     ------
@@ -245,11 +267,11 @@ class GRUSeq2Seq(nn.Module):
     Raises
     ------
     TypeError
-        If a size is not an int or ``attention`` not a bool; when called, if the
-        ids are not a LongTensor.
+        If a size is not an int or a flag not a bool; when called, if the ids are
+        not a LongTensor.
     ValueError
-        If a size is below 1; when called, if the ids are not 2-D, longer than
-        ``context_length``, or a source has no real token.
+        If a size is below 1 or both flags are set; when called, if the ids are
+        not 2-D, longer than ``context_length``, or a source has no real token.
 
     Examples
     --------
@@ -261,6 +283,13 @@ class GRUSeq2Seq(nn.Module):
     (torch.Size([2, 3, 12]), torch.Size([2, 3, 4]))
     >>> float(weights[0, :, 3].sum().detach())  # no weight on <pad>
     0.0
+    >>> cho = GRUSeq2Seq(10, 12, d_model=8, summary_every_step=True)
+    >>> cho(src, tgt_in).shape
+    torch.Size([2, 3, 12])
+    >>> sum(p.numel() for p in model.parameters()) - sum(
+    ...     p.numel() for p in cho.parameters()
+    ... )  # the attention's D (2 D + 1)
+    136
     """
 
     def __init__(
@@ -272,6 +301,7 @@ class GRUSeq2Seq(nn.Module):
         attention=False,
         context_length=16,
         pad_id=0,
+        summary_every_step=False,
     ):
         super().__init__()
         for name, value in (
@@ -287,13 +317,25 @@ class GRUSeq2Seq(nn.Module):
                 f"pad_id={pad_id} is not an id of a vocabulary of "
                 f"{min(src_vocab_size, tgt_vocab_size)} tokens; use the id of <pad>"
             )
-        if not isinstance(attention, bool):
-            raise TypeError(
-                f"attention must be a bool, got {kind_of(attention)} {attention!r}; "
-                "e.g. attention=True"
+        require_flag(attention, "attention", hint="True adds additive attention")
+        require_flag(
+            summary_every_step,
+            "summary_every_step",
+            hint="True feeds the encoder's last state to every decoder step",
+        )
+        if attention and summary_every_step:
+            raise ValueError(
+                "attention=True and summary_every_step=True: the attention's context "
+                "replaces the summary at every step; choose one of the two"
             )
         self.config = c = GRUSeq2SeqConfig(
-            src_vocab_size, tgt_vocab_size, d_model, attention, context_length, pad_id
+            src_vocab_size,
+            tgt_vocab_size,
+            d_model,
+            attention,
+            context_length,
+            pad_id,
+            summary_every_step,
         )
         D = d_model
         self.src_embed = nn.Embedding(src_vocab_size, D, padding_idx=pad_id)
@@ -305,8 +347,9 @@ class GRUSeq2Seq(nn.Module):
             self.lm_head = nn.Linear(2 * D, tgt_vocab_size)  # [state; context]
         else:
             self.attention = None
-            self.decoder = nn.GRU(D, D, batch_first=True)
-            self.lm_head = nn.Linear(D, tgt_vocab_size)
+            width = 2 * D if c.summary_every_step else D  # [embedding; c] or embedding
+            self.decoder = nn.GRU(width, D, batch_first=True)
+            self.lm_head = nn.Linear(width, tgt_vocab_size)  # [state; c] or state
 
     def _ids(self, ids, name):
         _check_ids(ids, name, self.config.context_length, "build the model with")
@@ -375,8 +418,14 @@ class GRUSeq2Seq(nn.Module):
                     "this model has no attention weights to return; build it with "
                     "attention=True"
                 )
-            states, _ = self.decoder(embedded, state[None])  # (B, T_t, D)
-            return self.lm_head(states)  # (B, T_t, V)
+            if not self.config.summary_every_step:
+                states, _ = self.decoder(embedded, state[None])  # (B, T_t, D)
+                return self.lm_head(states)  # (B, T_t, V)
+            summary = state[:, None].expand_as(embedded)  # c at every step: (B, T_t, D)
+            states, _ = self.decoder(
+                torch.cat([embedded, summary], dim=-1), state[None]
+            )
+            return self.lm_head(torch.cat([states, summary], dim=-1))  # (B, T_t, V)
         outputs, all_weights = [], []
         for t in range(tgt_in.shape[1]):  # one target word after the other
             context, weights = self.attention(

@@ -155,7 +155,8 @@ def test_generation_has_one_row_per_case_and_its_speedup(quick_run):
         assert row["ms_per_token"] == pytest.approx(row["time_ms"] / per_token, 1e-2)
         uncached = by_key[device, kind, batch, tokens, "uncached"]["time_ms"]
         cached = by_key[device, kind, batch, tokens, "cached"]["time_ms"]
-        assert row["speedup"] == pytest.approx(uncached / cached, rel=1e-2)
+        # each figure is kept to 4 significant digits, so their ratio to about 1e-3
+        assert row["speedup"] == pytest.approx(uncached / cached, rel=2e-3)
 
 
 def test_the_timed_cached_step_leaves_its_cache_as_it_found_it(monkeypatch):

@@ -12,7 +12,9 @@ import torch.nn.functional as F
 import attn_course
 from attn_course import (
     causal_mask,
+    key_padding_to_attn_mask,
     online_softmax,
+    padding_mask,
     scaled_dot_product_attention,
     sliding_window_mask,
     tiled_attention,
@@ -345,6 +347,222 @@ def test_tiled_attention_has_the_gradients_of_attention():
         torch.testing.assert_close(ours, expected, atol=1e-5, rtol=1e-5)
 
 
+# Masks: random bool and additive masks, padding and sliding windows. The random
+# ones force a query that may see no key (its output must be zeros) and a tile that
+# the mask blocks completely (it must be skipped); in a padded batch the last
+# sequence is padding only.
+
+N_MASKED = 60
+MASK_KINDS = ("bool", "additive", "padding", "window")
+
+
+def masked_config(seed):
+    """Random inputs and one mask of each kind in turn, with a block size that
+    divides the length, or does not."""
+    rng = random.Random(seed)
+    gen = torch.Generator().manual_seed(seed)
+    kind = MASK_KINDS[seed % len(MASK_KINDS)]
+    B, H = rng.randint(1, 3), rng.randint(1, 3)
+    T_q = rng.randint(4, 40)
+    T_k = T_q if kind == "window" else rng.randint(4, 40)
+    d_k, d_v = rng.randint(1, 16), rng.randint(1, 16)
+    block_size = rng.choice([1, 3, 4, 5, 8, 16, max(T_q, T_k) + 1])
+    query = torch.randn(B, H, T_q, d_k, generator=gen)
+    key = torch.randn(B, H, T_k, d_k, generator=gen)
+    value = torch.randn(B, H, T_k, d_v, generator=gen)
+    if kind == "padding":  # (B, 1, 1, T_k); the last sequence is padding only
+        lengths = [rng.randint(1, T_k) for _ in range(B - 1)] + [0]
+        mask = key_padding_to_attn_mask(padding_mask(lengths, max_len=T_k))
+    elif kind == "window":  # (T, T)
+        mask = sliding_window_mask(T_q, rng.randint(1, T_q))
+    else:  # (B, 1, T_q, T_k) or (T_q, T_k), shared by the heads
+        shape = rng.choice([(B, 1, T_q, T_k), (T_q, T_k)])
+        mask = torch.rand(shape, generator=gen) < rng.choice([0.3, 0.7, 1.0])
+        mask[..., rng.randrange(T_q), :] = False  # a query that sees no key
+        mask[..., :block_size, -block_size:] = False  # a tile with no visible key
+        if kind == "additive":  # 0 or -inf, plus a finite bias on the visible keys
+            bias = torch.randn(shape, generator=gen)
+            mask = bias.masked_fill(~mask, NEG_INF)
+    scale = rng.choice([None, rng.uniform(0.2, 2.0)])
+    return query, key, value, mask, block_size, scale
+
+
+def blocked_queries(mask, scores_shape):
+    """(..., T_q, 1): True for each query that may see no key at all."""
+    visible = mask if mask.dtype == torch.bool else ~torch.isneginf(mask)
+    return ~visible.expand(scores_shape).any(dim=-1, keepdim=True)
+
+
+@pytest.mark.parametrize("seed", range(N_MASKED))
+def test_tiled_attention_with_a_mask_equals_pytorch(seed):
+    """float32: the largest difference over these cases is 1.7e-6, rounding (the
+    additions run in another order), so a tolerance of 1e-5 leaves a margin of
+    about 6, while a wrong rescale or a needed tile skipped moves outputs by far
+    more than that."""
+    query, key, value, mask, block_size, scale = masked_config(seed)
+    output = tiled_attention(
+        query, key, value, attn_mask=mask, block_size=block_size, scale=scale
+    )
+    ours = scaled_dot_product_attention(query, key, value, mask, scale=scale)
+    theirs = F.scaled_dot_product_attention(query, key, value, mask, scale=scale)
+    # The course's contract for a query with no visible key: zeros. PyTorch 2.13
+    # gives zeros there too on the CPU; rows where a version gives NaN are
+    # compared with the course's function only.
+    blocked = blocked_queries(mask, (*query.shape[:-1], key.size(-2)))
+    assert (output.masked_select(blocked) == 0).all()
+    torch.testing.assert_close(output, ours, atol=1e-5, rtol=1e-5)
+    agrees = ~theirs.isnan().any(dim=-1, keepdim=True)
+    torch.testing.assert_close(
+        output.masked_fill(~agrees, 0),
+        theirs.masked_fill(~agrees, 0),
+        atol=1e-5,
+        rtol=1e-5,
+    )
+
+
+def mask_tiles(mask, T_q, T_k, block_size):
+    """Which tiles hold at least one score that the mask lets through."""
+    visible = mask if mask.dtype == torch.bool else ~torch.isneginf(mask)
+    visible = visible.expand(*visible.shape[:-2], T_q, T_k)
+    starts_q, starts_k = range(0, T_q, block_size), range(0, T_k, block_size)
+    return torch.tensor(
+        [
+            [
+                bool(visible[..., i : i + block_size, j : j + block_size].any())
+                for j in starts_k
+            ]
+            for i in starts_q
+        ]
+    )
+
+
+def test_the_random_masks_cover_the_interesting_cases():
+    seen = set()
+    for seed in range(N_MASKED):
+        query, key, value, mask, block_size, _ = masked_config(seed)
+        T_q, T_k = query.size(-2), key.size(-2)
+        tiles = mask_tiles(mask, T_q, T_k, block_size)
+        kind = MASK_KINDS[seed % len(MASK_KINDS)]
+        if not tiles.all():
+            seen.add(f"skipped tile, {kind}")
+        if blocked_queries(mask, (*query.shape[:-1], T_k)).any():
+            seen.add(f"query with no key, {kind}")
+        if max(T_q, T_k) % block_size:
+            seen.add("T not a multiple of the block")
+        if block_size > max(T_q, T_k):
+            seen.add("block > T")
+        if T_q != T_k:
+            seen.add("T_q != T_k")
+    expected = {
+        *(f"skipped tile, {kind}" for kind in MASK_KINDS),
+        *(f"query with no key, {kind}" for kind in ("bool", "additive", "padding")),
+        "T not a multiple of the block",
+        "block > T",
+        "T_q != T_k",
+    }
+    assert expected <= seen, f"not covered: {sorted(expected - seen)}"
+
+
+@pytest.mark.parametrize("block_size", [1, 4, 5, 16, 17, 64])
+@pytest.mark.parametrize("kind", ["window", "padding", "additive"])
+def test_masks_at_every_block_size_on_one_sequence(block_size, kind):
+    """T = 17 in float64, so that only rounding can differ: a window of 4,
+    padding (the second sequence has no real token) and a band of 0 / -inf with
+    ALiBi-like distances added."""
+    gen = torch.Generator().manual_seed(block_size)
+    query, key, value = (
+        torch.randn(2, 3, 17, 8, generator=gen, dtype=torch.float64) for _ in range(3)
+    )
+    window = sliding_window_mask(17, 4)
+    if kind == "window":
+        mask = window
+    elif kind == "padding":
+        mask = key_padding_to_attn_mask(padding_mask([11, 0], max_len=17))
+    else:
+        distance = torch.arange(17.0)[:, None] - torch.arange(17.0)[None, :]
+        mask = (-0.5 * distance).masked_fill(~window, NEG_INF).double()
+    expected = scaled_dot_product_attention(query, key, value, attn_mask=mask)
+    output = tiled_attention(query, key, value, attn_mask=mask, block_size=block_size)
+    torch.testing.assert_close(output, expected, atol=1e-12, rtol=1e-12)
+
+
+def test_tiles_the_mask_blocks_are_really_not_computed():
+    """A window of 4 over 24 tokens in blocks of 4: 11 of the 36 tiles hold a
+    visible key; the profiler counts two matrix products for each, no more."""
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 24, 4, generator=gen) for _ in range(3))
+    window = sliding_window_mask(24, 4)
+    additive = torch.zeros(24, 24).masked_fill(~window, NEG_INF)
+    for mask in (window, additive):
+        _, tiles = tiled_attention(
+            q, k, v, attn_mask=mask, block_size=4, return_tiles=True
+        )
+        assert torch.equal(tiles, mask_tiles(mask, 24, 24, 4))
+        assert tiles.sum() == 11
+        products = count_matrix_products(
+            lambda m=mask: tiled_attention(q, k, v, attn_mask=m, block_size=4)
+        )
+        assert products == 2 * 11
+
+
+def test_a_query_with_no_visible_key_has_zero_output_and_zero_gradients():
+    """The first sequence's first 5 queries see no key (a (B, 1, T_q, T_k) mask):
+    zeros out, no NaN in the gradients, which equal those of the course's
+    scaled_dot_product_attention."""
+    gen = torch.Generator().manual_seed(6)
+    inputs = [torch.randn(2, 2, 9, 4, generator=gen) for _ in range(3)]
+    mask = torch.rand(2, 1, 9, 9, generator=gen) < 0.6
+    mask[0, :, :5] = False
+    weight = torch.randn(2, 2, 9, 4, generator=gen)
+    runs = []
+    for fn in (
+        lambda q, k, v: tiled_attention(q, k, v, attn_mask=mask, block_size=4),
+        lambda q, k, v: scaled_dot_product_attention(q, k, v, attn_mask=mask),
+    ):
+        leaves = [t.clone().requires_grad_() for t in inputs]
+        output = fn(*leaves)
+        (output * weight).sum().backward()
+        runs.append([output, *(leaf.grad for leaf in leaves)])
+    assert (runs[0][0][0, :, :5] == 0).all()  # the output
+    assert (runs[0][1][0, :, :5] == 0).all()  # the gradient of those queries
+    for ours, expected in zip(*runs, strict=True):
+        assert not ours.isnan().any()
+        torch.testing.assert_close(ours, expected, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_half_precision_is_as_accurate_as_pytorchs_kernel(dtype, is_causal):
+    """T = 1024 in bfloat16 or float16, against float64 on the same rounded
+    inputs. No output in ``dtype`` can be closer to the exact one than rounding
+    it to the nearest number of ``dtype``: that is the least error possible,
+    PyTorch's included. With float32 sums, ours is that rounding plus the float32
+    error of the same loop (below 1e-6 here); twice that float32 error is the
+    margin. With the running sums kept in bfloat16, the error on these inputs was
+    3.1 times PyTorch's without a mask and 2.3 times with it (0.0128 against
+    0.0057)."""
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 4, 1024, 64, generator=gen).to(dtype) for _ in range(3))
+    exact = F.scaled_dot_product_attention(
+        q.double(), k.double(), v.double(), is_causal=is_causal
+    )
+
+    def error(output):
+        return (output.double() - exact).abs().max().item()
+
+    output = tiled_attention(q, k, v, is_causal=is_causal)
+    assert output.dtype == dtype
+    ours = error(output)
+    pytorch = error(F.scaled_dot_product_attention(q, k, v, is_causal=is_causal))
+    rounding = error(exact.to(dtype))  # the least error possible
+    in_float32 = error(
+        tiled_attention(q.float(), k.float(), v.float(), is_causal=is_causal)
+    )
+    assert rounding <= pytorch
+    assert ours <= rounding + 2 * in_float32
+    assert ours <= pytorch + 2 * in_float32
+
+
 # --------------------------------------------------------------------------------------
 # sliding_window_mask
 # --------------------------------------------------------------------------------------
@@ -483,6 +701,21 @@ ERRORS = {
         ValueError,
         ["got query (2,), key (3,) and value (3,)"],
     ),
+    "tiled mask with is_causal (same mistake)": (
+        lambda: tiled(attn_mask=torch.ones(6, 6, dtype=torch.bool), is_causal=True),
+        ValueError,
+        ["got both attn_mask and is_causal=True", "causal_mask(T_q, T_k)"],
+    ),
+    "tiled padding mask not reshaped (same mistake)": (
+        lambda: tiled(attn_mask=torch.ones(2, 6, dtype=torch.bool)),
+        ValueError,
+        ["attn_mask of shape (2, 6) does not broadcast", "(B, 1, T_k)"],
+    ),
+    "tiled integer mask (same mistake)": (
+        lambda: tiled(attn_mask=torch.ones(6, 6, dtype=torch.int64)),
+        TypeError,
+        ["attn_mask must be bool", "attn_mask.bool()"],
+    ),
     "sliding window 0": (
         lambda: sliding_window_mask(5, 0),
         ValueError,
@@ -532,10 +765,59 @@ def test_timings_are_printed_unless_the_outputs_are_being_stored(monkeypatch, ca
         attn_course.efficient.print_timings([1.5])
 
 
-def test_the_notebooks_are_stored_with_the_flag_that_hides_timings():
-    from tools.notebooks import EXECUTION_ENV
+def test_the_stored_times_are_printed_with_where_and_when_they_were_measured(capsys):
+    results = attn_course.efficient.stored_benchmark()
+    lengths = results["settings"]["lengths"][:2]
+    attn_course.efficient.print_stored_timings(
+        section="attention", method="plain", mask="none", T=lengths
+    )
+    header, sizes, *lines = capsys.readouterr().out.splitlines()
+    machine = results["machine"]
+    for fact in (results["date"][:10], machine["cpu"], results["torch"]):
+        assert fact in header
+    assert f"batch {results['settings']['batch']}," in sizes
+    expected = [
+        row
+        for row in results["rows"]
+        if row["section"] == "attention"
+        and (row["method"], row["mask"]) == ("plain", "none")
+        and row["T"] in lengths
+    ]
+    assert len(lines) == len(expected) == 2
+    for line, row in zip(lines, expected, strict=True):
+        assert f"T = {row['T']} " in line
+        assert line.endswith(f"{row['time_ms']:.1f} ms")
 
-    assert EXECUTION_ENV[attn_course.efficient.STORING_OUTPUTS] == "1"
+
+def test_stored_generation_times_are_printed_by_kind_batch_and_length(capsys):
+    results = attn_course.efficient.stored_benchmark()
+    tokens = results["settings"]["step_lengths"][-1]
+    attn_course.efficient.print_stored_timings(kind="step", batch=1, tokens=tokens)
+    header, *lines = capsys.readouterr().out.splitlines()
+    assert "heads of width" not in "".join(lines)  # the sizes of attention rows only
+    times = {
+        row["method"]: row["time_ms"]
+        for row in results["generation"]
+        if (row["kind"], row["batch"], row["tokens"]) == ("step", 1, tokens)
+    }
+    assert len(lines) == len(times) == 2
+    for line in lines:
+        method = "uncached" if "uncached" in line else "cached"
+        assert f"one step after {tokens} tokens" in line
+        assert line.endswith(f"{times[method]:.1f} ms")
+
+
+def test_stored_times_that_do_not_exist_say_what_does():
+    with pytest.raises(ValueError, match=r"no field colour; choose among .*method"):
+        attn_course.efficient.print_stored_timings(colour="red")
+    with pytest.raises(ValueError, match=r"no stored row has \{'method': 'magic'\}"):
+        attn_course.efficient.print_stored_timings(method="magic")
+
+
+def test_the_notebooks_are_stored_with_the_flag_that_hides_timings():
+    from tools.notebooks import STORING_ENV
+
+    assert STORING_ENV[attn_course.efficient.STORING_OUTPUTS] == "1"
 
 
 def test_operations_run_lists_what_a_call_ran_and_prints_nothing(capfd):

@@ -8,16 +8,16 @@ Each check must then print its ✅ for a right answer, and fail with an
 never with a bare error of PyTorch or Python. In every run the solutions still
 pass their own checks: a solution cannot depend on what the learner wrote.
 
-The notebooks run two at a time in kernels of their own; a notebook that times
-itself (``runs_alone`` in its metadata, Chapter 8) runs one round at a time after
-the others. Each test waits for the run it reads. ``make exercises`` runs this
+The notebooks run two at a time in kernels of their own, in the numeric environment
+the outputs were stored in (:mod:`tools.reproducible`). Each test waits for the run
+it reads. ``make exercises`` runs this
 file (it is slow: every chapter runs four or more times).
 """
 
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 
 import nbformat
 import pytest
@@ -25,7 +25,7 @@ from nbclient import NotebookClient
 
 from tests.exercises import chapters
 from tools.exercises import exercises, with_answers
-from tools.notebooks import CELL_TIMEOUT_S, EXECUTION_ENV, runs_alone
+from tools.notebooks import CELL_TIMEOUT_S, STORING_ENV
 from tools.toc import ROOT
 
 pytestmark = pytest.mark.exercises
@@ -37,7 +37,7 @@ TABLES = chapters()
 # The kernels' environment, read once here in the main thread: the notebooks run in
 # worker threads, and copying os.environ there can race with pytest, which sets and
 # removes PYTEST_CURRENT_TEST in the main thread around every test.
-KERNEL_ENV = {**os.environ, **EXECUTION_ENV}
+KERNEL_ENV = {**os.environ, **STORING_ENV}
 
 
 def _rounds(answers):
@@ -75,34 +75,15 @@ def runs(request):
         if item.originalname == "test_the_check_judges_the_answer"
     }
     pool = ThreadPoolExecutor(max_workers=2)
-    alone = ThreadPoolExecutor(max_workers=1)
-    shared = {}
-
-    def _execute_alone(name, sources):
-        """Run a notebook that times itself once the shared runs are done."""
-        wait(list(shared.values()))
-        return _execute(name, sources)
-
-    futures, later = {}, []
+    futures = {}
     for name, answers in TABLES.items():
-        by_itself = runs_alone(CHAPTERS / name)
         for round_, sources in _rounds(answers).items():
-            if (name, round_) not in wanted:
-                continue
-            if by_itself:
-                later.append((name, round_, sources))
-            else:
-                futures[name, round_] = shared[name, round_] = pool.submit(
-                    _execute, name, sources
-                )
-    # Submitted once every shared run is known, so that they wait for all of them.
-    for name, round_, sources in later:
-        futures[name, round_] = alone.submit(_execute_alone, name, sources)
+            if (name, round_) in wanted:
+                futures[name, round_] = pool.submit(_execute, name, sources)
     yield futures
     for future in futures.values():
         future.cancel()
     pool.shutdown(wait=True)
-    alone.shutdown(wait=True)
 
 
 def _outputs(cell):

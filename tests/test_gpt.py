@@ -1,10 +1,12 @@
 """Chapter 8's pieces: the block, the tiny GPT, generation, the schedule, the corpus."""
 
+import functools
 import math
 import re
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from attn_course.block import FeedForward, TransformerBlock
@@ -14,7 +16,15 @@ from attn_course.corpus import (
     random_windows,
     train_val_split,
 )
-from attn_course.gpt import GPT, GPTConfig, estimate_loss, generate, train
+from attn_course.gpt import (
+    GPT,
+    GPTConfig,
+    _sampling_probs,
+    estimate_loss,
+    generate,
+    train,
+    weight_decay_groups,
+)
 from attn_course.training import count_parameters, lr_at
 
 V = 11
@@ -36,14 +46,27 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
-def torch_layer_from(block, d_model, num_heads, d_ff, norm_first):
-    """``nn.TransformerEncoderLayer`` holding ``block``'s weights."""
+# The block's activations and PyTorch's for the same function. The tanh GELU is a
+# function, not an nn.GELU(approximate="tanh") module: with a module PyTorch's
+# layer takes its fast path in eval mode without gradients, which computes the
+# exact GELU whatever the module says.
+TORCH_ACTIVATIONS = {
+    "relu": "relu",
+    "gelu": "gelu",
+    "gelu_tanh": functools.partial(F.gelu, approximate="tanh"),
+}
+
+
+def torch_layer_from(block, d_model, num_heads, d_ff, norm_first, **settings):
+    """``nn.TransformerEncoderLayer`` holding ``block``'s weights; ``settings``
+    are ``dropout`` (default 0) and ``activation`` (default "gelu")."""
+    activation = settings.get("activation", "gelu")
     layer = nn.TransformerEncoderLayer(
         d_model,
         num_heads,
         d_ff,
-        dropout=0.0,
-        activation="gelu",
+        dropout=settings.get("dropout", 0.0),
+        activation=TORCH_ACTIVATIONS[activation],
         batch_first=True,
         norm_first=norm_first,
     )
@@ -55,37 +78,112 @@ def torch_layer_from(block, d_model, num_heads, d_ff, norm_first):
         layer.self_attn.in_proj_bias.zero_()  # the block has no q, k, v biases
         layer.self_attn.out_proj.load_state_dict(attn.out_proj.state_dict())
         layer.linear1.load_state_dict(block.feed_forward.net[0].state_dict())
-        layer.linear2.load_state_dict(block.feed_forward.net[2].state_dict())
+        layer.linear2.load_state_dict(block.feed_forward.net[3].state_dict())
         layer.norm1.load_state_dict(block.norm1.state_dict())
         layer.norm2.load_state_dict(block.norm2.state_dict())
     return layer.eval()
 
 
-@pytest.mark.parametrize("norm_first", [True, False])
-def test_the_block_equals_pytorchs_encoder_layer_with_a_causal_mask(norm_first):
-    torch.manual_seed(3)
-    D, H, d_ff, T = 16, 4, 64, 7
-    block = TransformerBlock(D, H, d_ff, T, norm_first=norm_first).eval()
+def with_random_norms(block):
     for norm in (block.norm1, block.norm2):  # not the identity they start as
         nn.init.normal_(norm.weight)
         nn.init.normal_(norm.bias)
-    layer = torch_layer_from(block, D, H, d_ff, norm_first)
+    return block
+
+
+@pytest.mark.parametrize("activation", ["gelu", "gelu_tanh"])
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_the_block_equals_pytorchs_encoder_layer_with_a_causal_mask(
+    norm_first, activation
+):
+    torch.manual_seed(3)
+    D, H, d_ff, T = 16, 4, 64, 7
+    block = TransformerBlock(
+        D, H, d_ff, T, norm_first=norm_first, activation=activation
+    )
+    with_random_norms(block.eval())
+    layer = torch_layer_from(block, D, H, d_ff, norm_first, activation=activation)
     x = torch.randn(3, T, D)
     mask = nn.Transformer.generate_square_subsequent_mask(T)
     with torch.no_grad():
         expected = layer(x, src_mask=mask, is_causal=True)
         torch.testing.assert_close(block(x), expected)
         # and without the causal mask, as Chapter 6's encoder layers use it
-        encoder = TransformerBlock(D, H, d_ff, T, causal=False, norm_first=norm_first)
+        encoder = TransformerBlock(
+            D, H, d_ff, T, causal=False, norm_first=norm_first, activation=activation
+        )
         encoder.load_state_dict(block.state_dict())
         torch.testing.assert_close(encoder.eval()(x), layer(x))
 
 
+class FixedDropout(nn.Module):
+    """Dropout whose mask comes from its own seed, drawn in the logical order of the
+    input. nn.Dropout draws in memory order, and PyTorch's attention output is a
+    transposed view, so the same seed gives two layers different masks there."""
+
+    def __init__(self, p, seed):
+        super().__init__()
+        self.p, self.seed = p, seed
+
+    def forward(self, x):
+        generator = torch.Generator().manual_seed(self.seed)
+        keep = torch.rand(x.shape, generator=generator) >= self.p
+        return x * keep / (1 - self.p)
+
+
+@pytest.mark.parametrize("activation", ["gelu", "gelu_tanh", "relu"])
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_the_block_equals_pytorchs_encoder_layer_in_training(norm_first, activation):
+    torch.manual_seed(4)
+    D, H, d_ff, T, p = 16, 4, 64, 7, 0.3
+    block = TransformerBlock(
+        D, H, d_ff, T, p, norm_first=norm_first, activation=activation
+    )
+    with_random_norms(block)
+    layer = torch_layer_from(
+        block, D, H, d_ff, norm_first, dropout=p, activation=activation
+    ).train()
+    # PyTorch's three dropouts outside attention, and ours at the same places.
+    layer.dropout1 = block.dropout = FixedDropout(p, seed=1)  # after attention
+    layer.dropout = block.feed_forward.net[2] = FixedDropout(p, seed=2)  # inside
+    layer.dropout2 = block.feed_forward.net[4] = FixedDropout(p, seed=3)  # after
+    x = torch.randn(3, T, D)
+    mask = nn.Transformer.generate_square_subsequent_mask(T)
+    for seed in range(3):  # the dropout on the attention weights: the same draws
+        torch.manual_seed(seed)
+        expected = layer(x, src_mask=mask, is_causal=True)
+        torch.manual_seed(seed)
+        torch.testing.assert_close(block(x), expected)
+    assert not torch.allclose(block(x), block.eval()(x))  # dropout did drop
+
+
+def test_the_feed_forward_drops_after_the_activation_and_on_its_output():
+    net = FeedForward(4, 8, 0.25, activation="gelu").net
+    assert [type(layer) for layer in net] == [
+        nn.Linear,
+        nn.GELU,
+        nn.Dropout,
+        nn.Linear,
+        nn.Dropout,
+    ]
+    assert net[2].p == net[4].p == 0.25
+
+
 def test_feed_forward_knows_its_activations():
     assert isinstance(FeedForward(4, 8).net[1], nn.ReLU)
-    assert isinstance(FeedForward(4, 8, activation="gelu").net[1], nn.GELU)
+    assert FeedForward(4, 8, activation="gelu").net[1].approximate == "none"
+    assert FeedForward(4, 8, activation="gelu_tanh").net[1].approximate == "tanh"
     with pytest.raises(ValueError, match=r"activation='tanh' is not one of"):
         FeedForward(4, 8, activation="tanh")
+
+
+def test_the_gpt_uses_gpt2s_tanh_gelu():
+    model = tiny_gpt()
+    x = torch.linspace(-4, 4, 81)
+    gpt2 = 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+    for block in model.blocks:
+        torch.testing.assert_close(block.feed_forward.net[1](x), gpt2)
+    assert not torch.allclose(F.gelu(x), gpt2, atol=1e-5, rtol=0)  # not the erf form
 
 
 def test_the_model_is_causal():
@@ -124,8 +222,11 @@ def test_post_norm_has_no_final_norm():
 
 def test_residual_projections_start_smaller():
     model = tiny_gpt(d_model=64, num_layers=8, num_heads=4)
-    std = model.blocks[0].self_attn.out_proj.weight.std().item()
-    assert abs(std - 0.02 / math.sqrt(16)) < 0.002
+    for layer in (
+        model.blocks[0].self_attn.out_proj,
+        model.blocks[0].feed_forward.net[3],  # the second linear layer
+    ):
+        assert abs(layer.weight.std().item() - 0.02 / math.sqrt(16)) < 0.002
     assert abs(model.blocks[0].self_attn.W_query.weight.std().item() - 0.02) < 0.002
 
 
@@ -180,11 +281,113 @@ def test_top_k_never_picks_outside_the_k_most_likely():
     assert picks <= allowed and len(picks) > 1
 
 
+def flat_gpt():
+    """A GPT whose logits are all 0: every token ties with every other."""
+    model = tiny_gpt(tie_weights=False)
+    with torch.no_grad():
+        model.head.weight.zero_()
+    return model
+
+
+def test_top_k_keeps_exactly_k_tokens_among_ties():
+    model, prompt = flat_gpt(), torch.tensor([[1]])
+    for k in (1, 3):
+        picks = {
+            generate(
+                model, prompt, 1, top_k=k, generator=torch.Generator().manual_seed(s)
+            )
+            .flatten()[-1]
+            .item()
+            for s in range(60)
+        }
+        assert len(picks) == k, (k, picks)
+    probs = _sampling_probs(torch.tensor([[2.0, 5.0, 5.0, 5.0, 1.0]]), 1.0, top_k=2)
+    assert int((probs > 0).sum()) == 2 and probs[0, [0, 4]].eq(0).all()
+    torch.testing.assert_close(probs.sum(), torch.tensor(1.0))
+
+
+def test_top_p_keeps_the_smallest_set_of_likeliest_tokens_that_reaches_p():
+    p = torch.tensor([[0.1, 0.5, 0.15, 0.25]])  # most likely first: 1, 3, 2, 0
+    logits = p.log()
+    kept_for = {
+        0.3: [0, 0.5, 0, 0],  # 0.5 alone reaches 0.3
+        0.7: [0, 0.5, 0, 0.25],  # 0.5 < 0.7 <= 0.5 + 0.25
+        0.8: [0, 0.5, 0.15, 0.25],  # 0.75 < 0.8 <= 0.9
+        0.95: [0.1, 0.5, 0.15, 0.25],  # 0.9 < 0.95: all four
+    }
+    for top_p, kept in kept_for.items():
+        kept = torch.tensor([kept])
+        probs = _sampling_probs(logits, 1.0, top_p=top_p)
+        torch.testing.assert_close(probs, kept / kept.sum())
+    # top_k first: tokens 1 and 3, renormalised to 2/3 and 1/3; 0.6 keeps one.
+    probs = _sampling_probs(logits, 1.0, top_k=2, top_p=0.6)
+    torch.testing.assert_close(probs, torch.tensor([[0.0, 1.0, 0.0, 0.0]]))
+    # temperature first: 2 turns p into sqrt(p), renormalised, and 0.7 now needs
+    # three tokens (0.37 + 0.26 < 0.7), where it needed two at temperature 1.
+    flatter = p.sqrt() / p.sqrt().sum()
+    kept = flatter.clone()
+    kept[0, 0] = 0.0
+    probs = _sampling_probs(logits, 2.0, top_p=0.7)
+    torch.testing.assert_close(probs, kept / kept.sum())
+
+
+def test_top_p_of_one_changes_nothing():
+    logits = torch.randn(3, V, generator=torch.Generator().manual_seed(0))
+    for top_k in (None, 5):
+        assert torch.equal(
+            _sampling_probs(logits, 0.8, top_k, top_p=1.0),
+            _sampling_probs(logits, 0.8, top_k),
+        )
+    model, prompt = tiny_gpt(), torch.tensor([[1, 2, 3]])
+    runs = [
+        generate(model, prompt, 15, generator=torch.Generator().manual_seed(3), **kw)
+        for kw in ({}, {"top_p": 1.0})
+    ]
+    assert torch.equal(*runs)
+
+
+def test_top_p_sampling_is_seeded_and_stays_in_the_nucleus():
+    model, prompt = tiny_gpt(), torch.tensor([[1, 2, 3]])
+    settings = dict(temperature=0.8, top_k=6, top_p=0.9)
+    first, again = (
+        generate(
+            model, prompt, 20, generator=torch.Generator().manual_seed(11), **settings
+        )
+        for _ in range(2)
+    )
+    assert torch.equal(first, again)
+    # A tiny top_p keeps the most likely token only: greedy decoding.
+    greedy = generate(model, prompt, 12, temperature=0)
+    tiny = generate(model, prompt, 12, top_p=1e-6, generator=torch.Generator())
+    assert torch.equal(tiny, greedy)
+    # The nucleus of 0.5 at temperature 2, worked out from the sorted probabilities.
+    prompt = torch.tensor([[4]])
+    with torch.no_grad():
+        probs = torch.softmax(model(prompt)[0, -1] / 2.0, dim=-1)
+    ranked = probs.sort(descending=True)
+    needed = int((ranked.values.cumsum(0) < 0.5).sum()) + 1
+    nucleus = set(ranked.indices[:needed].tolist())
+    gen = torch.Generator().manual_seed(0)
+    picks = {
+        generate(model, prompt, 1, temperature=2.0, top_p=0.5, generator=gen)[
+            0, 1
+        ].item()
+        for _ in range(60)
+    }
+    assert picks <= nucleus and 1 < len(nucleus) < V and len(picks) > 1
+
+
 def test_generate_rejects_bad_settings():
     model = tiny_gpt()
     prompt = torch.tensor([[1]])
     with pytest.raises(ValueError, match="top_k=12 is larger than the vocabulary"):
         generate(model, prompt, 2, top_k=12)
+    for top_p in (0, 0.0, 1.5, -0.1, float("nan")):
+        with pytest.raises(ValueError, match=r"top_p must be in \(0, 1\], got top_p="):
+            generate(model, prompt, 2, top_p=top_p)
+    for top_p in ("0.9", True):
+        with pytest.raises(TypeError, match="top_p must be a number"):
+            generate(model, prompt, 2, top_p=top_p)
     with pytest.raises(ValueError, match="temperature"):
         generate(model, prompt, 2, temperature=-1.0)
     with pytest.raises(ValueError, match="max_new_tokens"):
@@ -195,6 +398,49 @@ def test_generate_keeps_training_mode():
     model = tiny_gpt().train()
     generate(model, torch.tensor([[1]]), 2, temperature=0)
     assert model.training
+
+
+def test_weight_decay_groups_decay_matrices_and_embeddings_not_biases_and_norms():
+    for model in (tiny_gpt(), tiny_gpt(tie_weights=False)):
+        named = dict(model.named_parameters())  # a tied matrix once
+        decay, no_decay = weight_decay_groups(model, 0.1)
+        assert (decay["weight_decay"], no_decay["weight_decay"]) == (0.1, 0.0)
+        for group in (decay, no_decay):
+            pairs = zip(group["param_names"], group["params"], strict=True)
+            assert all(parameter is named[name] for name, parameter in pairs)
+        vectors = {n for n in named if n.endswith(".bias") or "norm" in n}
+        assert set(no_decay["param_names"]) == vectors
+        assert set(decay["param_names"]) == set(named) - vectors
+        assert len(decay["param_names"] + no_decay["param_names"]) == len(named)
+        assert {"token_embedding.weight", "position_embedding.weight"} <= set(
+            decay["param_names"]
+        )
+        assert ("head.weight" in decay["param_names"]) == (not model.config.tie_weights)
+    frozen = tiny_gpt()
+    frozen.position_embedding.weight.requires_grad_(False)
+    decay, _ = weight_decay_groups(frozen, 0.1)
+    assert "position_embedding.weight" not in decay["param_names"]
+
+
+def test_train_gives_adamw_those_groups(monkeypatch):
+    optimizers = []
+
+    class RecordedAdamW(torch.optim.AdamW):
+        def __init__(self, params, **settings):
+            super().__init__(params, **settings)
+            optimizers.append(self)
+
+    monkeypatch.setattr(torch.optim, "AdamW", RecordedAdamW)
+    ids = torch.arange(60) % V
+    model = tiny_gpt(context_length=6)
+    val = [random_windows(ids, 2, 6, generator=torch.Generator().manual_seed(0))]
+    train(model, ids, val, steps=1, batch_size=2, max_lr=1e-3, warmup_steps=0,
+          weight_decay=0.3)  # fmt: skip
+    (optimizer,) = optimizers
+    expected = weight_decay_groups(model, 0.3)
+    for group, wanted in zip(optimizer.param_groups, expected, strict=True):
+        assert group["param_names"] == wanted["param_names"]
+        assert group["weight_decay"] == wanted["weight_decay"]
 
 
 def test_lr_schedule_warms_up_then_decays_to_min_lr():

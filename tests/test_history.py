@@ -1,17 +1,30 @@
 """Chapter 10's history: the timeline table and its drawing, the step-time
-benchmark (``make bench-history``) and the file of it stored with the package."""
+benchmark (``make bench-history``), the experiment on sentence length, the timing
+of two scorings, and the files of them stored with the package."""
 
 import contextlib
 import io
 import json
 import re
+from dataclasses import asdict
 
 import pytest
 import torch
 
-from attn_course import diagrams
-from attn_course.history import KINDS, TIMELINE, Event, stored_step_times
+from attn_course import diagrams, seq2seq, translation
+from attn_course.history import (
+    KINDS,
+    LENGTH_WIDTHS,
+    TIMELINE,
+    Event,
+    length_model,
+    length_run,
+    stored_length_runs,
+    stored_scoring_times,
+    stored_step_times,
+)
 from attn_course.plot import _png_width
+from attn_course.rnn import exact_match_by_length
 from tools import bench_history
 from tools.exercises import REFERENCES, _bibliography
 
@@ -170,3 +183,145 @@ def test_the_makefile_runs_the_benchmark_outside_make_test():
     assert "bench-history" not in re.search(r"^test:(.*)$", makefile, re.M).group(1)
     phony = re.search(r"^\.PHONY:((?:.*\\\n)*.*)$", makefile, re.M).group(1)
     assert "bench-history" in phony.split()
+
+
+# --- Chapter 10's experiment on sentence length -------------------------------------
+
+
+def test_the_four_models_have_about_the_same_size():
+    counts = {
+        name: seq2seq.count_parameters(length_model(name)) for name in LENGTH_WIDTHS
+    }
+    assert max(counts.values()) / min(counts.values()) < 1.01, counts
+    chapter_6 = seq2seq.Seq2SeqTransformer(
+        seq2seq.Seq2SeqConfig(
+            len(translation.source_vocab()), len(translation.target_vocab())
+        )
+    )
+    assert counts["transformer"] == seq2seq.count_parameters(chapter_6)
+    gru = length_model("GRU + summary")
+    assert gru.config.summary_every_step and not gru.config.attention
+    with pytest.raises(ValueError, match="GRU \\+ attention"):
+        length_model("LSTM")
+
+
+def test_a_length_run_is_seeded_and_scores_what_it_says():
+    src_vocab, tgt_vocab = translation.source_vocab(), translation.target_vocab()
+    splits = translation.make_splits(48, 1, 24, seed=1)
+    train, test = (
+        translation.make_batch(pairs, src_vocab, tgt_vocab)
+        for pairs in (splits.train, splits.test)
+    )
+    subset = translation.make_batch(splits.train[:8], src_vocab, tgt_vocab)
+    model, result = length_run(
+        "GRU + summary", train, test, subset, seed=3, epochs=1, warmup_steps=1
+    )
+    again = length_run(
+        "GRU + summary", train, test, subset, seed=3, epochs=1, warmup_steps=1
+    )[1]
+    assert {k: v for k, v in result.items() if k != "seconds"} == {
+        k: v for k, v in again.items() if k != "seconds"
+    }
+    assert result["test_exact_match"] == seq2seq.exact_match(model, test)
+    assert result["train_exact_match"] == seq2seq.exact_match(model, subset)
+    table = exact_match_by_length(model, test)
+    assert result["by_length"] == [[n, a, c] for n, (a, c) in table.items()]
+    assert result["parameters"] == seq2seq.count_parameters(model)
+    assert (result["model"], result["seed"], result["epochs"]) == (
+        "GRU + summary",
+        3,
+        1,
+    )
+
+
+@pytest.fixture(scope="module")
+def quick_parts(tmp_path_factory):
+    """``--part scores`` and ``--part lengths`` with ``--quick``: {part: (printed,
+    contents)}."""
+    found = {}
+    for part in ("scores", "lengths"):
+        out = tmp_path_factory.mktemp(part) / f"{part}.json"
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            argv = ["--part", part, "--quick", "--out", str(out)]
+            assert bench_history.main(argv) == 0
+        found[part] = printed.getvalue(), json.loads(out.read_text(encoding="utf-8"))
+    return found
+
+
+def test_a_quick_scores_run_times_both_scorings(quick_parts):
+    printed, results = quick_parts["scores"]
+    assert [row["method"] for row in results["rows"]] == ["additive", "dot"]
+    assert all(row["time_ms"] > 0 for row in results["rows"])
+    assert re.search(r"^additive +\d+\.\d+ ms$", printed, re.M)
+    scorings = bench_history.scorings(bench_history.QUICK_SCORES)
+    B, T = bench_history.QUICK_SCORES.batch, bench_history.QUICK_SCORES.length
+    assert scorings["additive"]().shape == scorings["dot"]().shape == (B, T, T)
+
+
+def test_a_quick_lengths_run_trains_every_model_and_the_long_runs(quick_parts):
+    printed, results = quick_parts["lengths"]
+    settings = bench_history.QUICK_LENGTHS
+    runs = [(row["model"], row["seed"], row["epochs"]) for row in results["rows"]]
+    assert runs == [
+        (name, seed, settings.epochs)
+        for seed in settings.seeds
+        for name in LENGTH_WIDTHS
+    ] + [
+        (name, seed, settings.long_epochs)
+        for name in settings.long_models
+        for seed in settings.seeds
+    ]
+    assert results["settings"]["widths"] == LENGTH_WIDTHS
+    assert sum(row["by_length"][0][2] for row in results["rows"][:1]) > 0
+    assert printed.count(" epochs: train ") == len(runs)
+
+
+def test_the_lengths_part_refuses_to_store_outside_the_pinned_environment(
+    monkeypatch, capsys
+):
+    monkeypatch.delenv("MKL_CBWR", raising=False)
+    assert bench_history.main(["--part", "lengths"]) == 2
+    assert "tools.reproducible run" in capsys.readouterr().out
+
+
+def test_the_stored_length_runs_are_a_full_run_and_show_what_chapter_10_says():
+    """Every model on every seed, and the plain GRU with five times the epochs: at
+    the same training the two models with attention translate (nearly) every test
+    sentence, the two without do worse, most of all on the longest sentences and
+    on the training pairs too; given five times the epochs the plain GRU learns
+    the training pairs."""
+    results = stored_length_runs()
+    settings = bench_history.LengthSettings()
+    rows = {(r["model"], r["epochs"], r["seed"]): r for r in results["rows"]}
+    expected = {
+        (name, settings.epochs, seed)
+        for name in LENGTH_WIDTHS
+        for seed in settings.seeds
+    }
+    expected |= {
+        (name, settings.long_epochs, seed)
+        for name in settings.long_models
+        for seed in settings.seeds
+    }
+    assert set(rows) == expected and len(rows) == len(results["rows"])
+    assert results["settings"]["widths"] == LENGTH_WIDTHS
+    for (name, epochs, _), row in rows.items():
+        assert row["parameters"] == seq2seq.count_parameters(length_model(name))
+        assert sum(count for _, _, count in row["by_length"]) == settings.test_pairs
+        accuracies = [accuracy for _, accuracy, _ in row["by_length"]]
+        if "attention" in name or name == "transformer":
+            assert min(accuracies) > 0.9
+        elif epochs == settings.epochs:
+            assert row["train_exact_match"] < 0.9 and row["test_exact_match"] < 0.9
+            assert accuracies[-1] < accuracies[0] - 0.3
+        else:
+            assert row["train_exact_match"] > 0.9
+
+
+def test_the_stored_scoring_times_show_additive_scores_slower():
+    results = stored_scoring_times()
+    assert results["settings"] == asdict(bench_history.ScoreSettings())
+    times = {row["method"]: row["time_ms"] for row in results["rows"]}
+    assert times["additive"] > 2 * times["dot"]
+    assert results["machine"]["torch_threads"] == 1

@@ -234,3 +234,100 @@ def test_the_cache_size_formula_checks_its_arguments():
         kv_cache_numbers(1, 1, 1, 2.5)
     with pytest.raises(ValueError, match=r"batch must be at least 0, got batch=-1"):
         kv_cache_numbers(1, 1, 1, 1, batch=-1)
+
+
+# ---------------------------------------------------------------------------------
+# The storage: reserved once, written in place
+# ---------------------------------------------------------------------------------
+
+
+def test_appending_within_the_capacity_writes_into_the_same_storage():
+    """Eight single tokens into room for eight: one allocation, no copy of what is
+    stored, and the views hold exactly what torch.cat of the pieces would."""
+    gen = torch.Generator().manual_seed(0)
+    layer = LayerCache(capacity=8)
+    pieces = [torch.randn(2, 3, 1, 4, generator=gen) for _ in range(8)]
+    addresses = []
+    for piece in pieces:
+        keys, values = layer.append(piece, -piece)
+        addresses.append((keys.data_ptr(), values.data_ptr()))
+    assert len(set(addresses)) == 1
+    assert layer.capacity == 8 and len(layer) == 8
+    assert torch.equal(layer.keys, torch.cat(pieces, dim=2))
+    assert torch.equal(layer.values, -torch.cat(pieces, dim=2))
+
+
+def test_a_full_cache_doubles_so_that_only_a_few_appends_reallocate():
+    """100 single tokens without a capacity: the storage holds 1, 2, 4, ..., 128
+    tokens, so 7 appends move it (the new storage is allocated while the old one
+    is alive, so its address differs) and the other 92 write in place."""
+    layer = LayerCache()
+    token = torch.ones(1, 2, 1, 4)
+    addresses, capacities = [], []
+    for _ in range(100):
+        layer.append(token, token)
+        addresses.append(layer.keys.data_ptr())
+        capacities.append(layer.capacity)
+    moved = [t for t in range(1, 100) if addresses[t] != addresses[t - 1]]
+    assert moved == [1, 2, 4, 8, 16, 32, 64]  # when token t + 1 found no room
+    assert sorted(set(capacities)) == [2**n for n in range(8)]
+    assert layer.numbers() == 2 * 100 * 2 * 4  # the tokens stored, not the room
+
+
+def test_a_cache_with_room_for_the_context_never_reallocates_while_generating():
+    model = _gpt()  # context_length=24
+    prompt = torch.tensor([[1, 2, 3]])
+    cache = KVCache(2, capacity=24)
+    idx = prompt
+    with torch.no_grad():
+        logits = model(idx, cache=cache)
+        storage = [
+            (layer.keys.data_ptr(), layer.values.data_ptr()) for layer in cache.layers
+        ]
+        for _ in range(21):  # greedy decoding up to the 24 tokens of the context
+            next_id = logits[:, -1].argmax(dim=-1, keepdim=True)  # (1, 1)
+            idx = torch.cat([idx, next_id], dim=1)
+            logits = model(next_id, cache=cache)
+            now = [
+                (layer.keys.data_ptr(), layer.values.data_ptr())
+                for layer in cache.layers
+            ]
+            assert now == storage
+    assert len(cache) == 24 and all(layer.capacity == 24 for layer in cache.layers)
+    assert torch.equal(idx, generate(model, prompt, 21, temperature=0))
+
+
+def test_truncate_forgets_the_newest_tokens_and_keeps_the_storage():
+    layer = LayerCache()
+    a, b, c = (torch.full((1, 1, 1, 2), float(n)) for n in (1, 2, 3))
+    layer.append(a, a)
+    layer.append(b, b)
+    address = layer.keys.data_ptr()
+    layer.truncate(len(layer) - 1)  # drop the newest token, b
+    assert len(layer) == 1 and torch.equal(layer.keys, a)
+    layer.append(c, -c)  # written where b was
+    assert torch.equal(layer.keys, torch.cat([a, c], dim=2))
+    assert torch.equal(layer.values, torch.cat([a, -c], dim=2))
+    assert layer.keys.data_ptr() == address
+    with pytest.raises(
+        ValueError, match=r"cannot keep length=3 tokens: the cache holds 2"
+    ):
+        layer.truncate(3)
+    with pytest.raises(ValueError, match=r"length must be at least 0, got length=-1"):
+        layer.truncate(-1)
+    with pytest.raises(TypeError, match=r"capacity must be an int, got float 8.0"):
+        LayerCache(capacity=8.0)
+
+
+def test_the_whole_cache_truncates_every_layer():
+    model = _gpt()
+    cache = KVCache(2)
+    idx = torch.randint(0, 17, (2, 6), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        model(idx[:, :5], cache=cache)
+        first = model(idx[:, 5:], cache=cache)
+        cache.truncate(5)  # the step is taken back in every layer
+        assert [len(layer) for layer in cache.layers] == [5, 5]
+        again = model(idx[:, 5:], cache=cache)
+    torch.testing.assert_close(again, first, rtol=0, atol=0)
+    assert len(cache) == 6

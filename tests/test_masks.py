@@ -5,6 +5,7 @@ import re
 import pytest
 import torch
 import torch.nn.functional as F
+from torch.nn.attention.bias import causal_lower_right
 
 from attn_course import (
     causal_mask,
@@ -16,13 +17,32 @@ from attn_course import (
 
 
 @pytest.mark.parametrize("T_q, T_k", [(1, 1), (4, 4), (2, 5), (5, 2)])
-def test_causal_mask_is_the_top_left_lower_triangle(T_q, T_k):
-    mask = causal_mask(T_q, T_k)
+@pytest.mark.parametrize("offset", [0, 1, 3])
+def test_causal_mask_lets_query_i_see_keys_up_to_offset_plus_i(T_q, T_k, offset):
+    mask = causal_mask(T_q, T_k, offset=offset)
     assert mask.shape == (T_q, T_k)
     assert mask.dtype == torch.bool
     for i in range(T_q):
         for j in range(T_k):
-            assert mask[i, j] == (j <= i)  # query i may attend to keys 0..i
+            assert mask[i, j] == (j <= offset + i)  # query i sits at key offset + i
+    if offset == 0:  # the default: the top-left triangle
+        assert torch.equal(causal_mask(T_q, T_k), mask)
+
+
+@pytest.mark.parametrize("T_q, T_k", [(1, 6), (3, 7), (5, 5)])
+def test_causal_mask_of_a_cache_is_the_last_rows_of_the_square_mask(T_q, T_k):
+    """T_q new tokens after T_k - T_q cached ones: offset=T_k - T_q is PyTorch's
+    bottom-right causal mask, causal_lower_right."""
+    past = T_k - T_q
+    mask = causal_mask(T_q, T_k, offset=past)
+    assert torch.equal(mask, causal_mask(T_k)[past:])
+    gen = torch.Generator().manual_seed(0)
+    query = torch.randn(2, T_q, 4, generator=gen)
+    key, value = torch.randn(2, 2, T_k, 4, generator=gen)
+    ours = scaled_dot_product_attention(query, key, value, attn_mask=mask)
+    lower_right = causal_lower_right(T_q, T_k)
+    expected = F.scaled_dot_product_attention(query, key, value, lower_right)
+    torch.testing.assert_close(ours, expected, atol=1e-6, rtol=1e-6)
 
 
 def test_causal_mask_defaults_to_square_on_the_given_device():
@@ -161,6 +181,16 @@ ERRORS = {
         lambda: causal_mask(3, True),
         TypeError,
         ["T_k must be an int, got bool True"],
+    ),
+    "causal_mask with a negative offset": (
+        lambda: causal_mask(2, 4, offset=-1),
+        ValueError,
+        ["offset must be at least 0, got offset=-1", "position of query 0"],
+    ),
+    "causal_mask with a float offset": (
+        lambda: causal_mask(2, 4, offset=1.0),
+        TypeError,
+        ["offset must be an int, got float 1.0"],
     ),
     "padding_mask with a negative length": (
         lambda: padding_mask([3, -1]),

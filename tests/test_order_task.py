@@ -10,6 +10,7 @@ from attn_course import order_task
 from attn_course.order_task import (
     IGNORE,
     accuracy_by_position,
+    first_token_batch,
     previous_token_batch,
     train,
 )
@@ -165,6 +166,44 @@ def test_bad_input_is_told_clearly(call, error, words):
 def test_the_module_names_its_public_functions():
     assert set(order_task.__all__) == {
         "accuracy_by_position",
+        "first_token_batch",
         "previous_token_batch",
         "train",
     }
+
+
+def test_the_first_token_task_targets_position_0_everywhere():
+    ids, targets = first_token_batch(
+        3, 9, 7, generator=torch.Generator().manual_seed(4)
+    )
+    same, _ = previous_token_batch(3, 9, 7, generator=torch.Generator().manual_seed(4))
+    assert torch.equal(ids, same)  # the same tokens as the previous-token task
+    assert bool((targets[:, 0] == IGNORE).all())
+    for b in range(3):
+        for t in range(1, 9):
+            assert targets[b, t] == ids[b, 0]
+
+
+def test_train_draws_its_batches_from_the_task_it_is_given():
+    drawn = []
+
+    def task(batch_size, length, vocab_size, *, generator):
+        drawn.append((batch_size, length, vocab_size))
+        return first_token_batch(batch_size, length, vocab_size, generator=generator)
+
+    model = nn.Sequential(nn.Embedding(4, 8), nn.Linear(8, 4))
+    train(
+        model, steps=2, batch_size=3, length=5, vocab_size=4, lr=0.01, seed=0, task=task
+    )
+    assert drawn == [(3, 5, 4), (3, 5, 4)]
+    with pytest.raises(TypeError, match="task must draw a batch"):
+        train(
+            model,
+            steps=1,
+            batch_size=3,
+            length=5,
+            vocab_size=4,
+            lr=0.01,
+            seed=0,
+            task="first",
+        )

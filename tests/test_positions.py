@@ -11,13 +11,15 @@ import pytest
 import torch
 
 import attn_course
-from attn_course import seq2seq
+from attn_course import causal_mask, seq2seq
 from attn_course.positions import (
     alibi_bias,
     alibi_slopes,
     apply_rope,
+    rope_frequencies,
     rope_permutation,
     sinusoidal_positions,
+    yarn_attention_factor,
 )
 
 # --- sinusoidal positions ---------------------------------------------------------
@@ -290,22 +292,32 @@ def test_slopes_for_other_head_counts_are_not_monotonic(H):
     assert (steps > 0).any() and (steps < 0).any()
 
 
-def alibi_by_loops(H, T_q, T_k):
+def alibi_by_loops(H, T_q, T_k, offset):
     slopes = papers_slopes(H)
     bias = torch.empty(H, T_q, T_k, dtype=torch.float64)
     for h in range(H):
         for i in range(T_q):
-            p = i + T_k - T_q  # where query i sits among the keys
+            p = offset + i  # where query i sits among the keys
             for j in range(T_k):
                 bias[h, i, j] = -slopes[h] * abs(p - j)
     return bias
 
 
-@pytest.mark.parametrize("H, T_q, T_k", [(1, 1, 1), (8, 5, 5), (6, 3, 9), (12, 1, 7)])
-def test_alibi_bias_follows_the_definition(H, T_q, T_k):
-    bias = alibi_bias(H, T_q, T_k)
+@pytest.mark.parametrize(
+    "H, T_q, T_k, offset",
+    [
+        (1, 1, 1, 0),
+        (8, 5, 5, 0),
+        (6, 3, 9, 0),
+        (6, 3, 9, 4),
+        (6, 3, 9, 6),
+        (12, 1, 7, 6),
+    ],
+)
+def test_alibi_bias_follows_the_definition(H, T_q, T_k, offset):
+    bias = alibi_bias(H, T_q, T_k, offset=offset)
     assert bias.shape == (H, T_q, T_k) and bias.dtype == torch.float32
-    torch.testing.assert_close(bias, alibi_by_loops(H, T_q, T_k).float())
+    torch.testing.assert_close(bias, alibi_by_loops(H, T_q, T_k, offset).float())
 
 
 def test_alibi_bias_on_past_keys_is_minus_slope_times_distance():
@@ -323,16 +335,53 @@ def test_alibi_bias_penalises_future_keys_by_their_distance():
     assert not torch.signbit(bias.diagonal(dim1=-2, dim2=-1)).any()  # +0.0
 
 
-def test_alibi_bias_aligns_the_last_query_with_the_last_key():
+def test_alibi_bias_places_its_queries_with_an_offset():
     full = alibi_bias(4, 10)
-    cached = alibi_bias(4, 3, 10)  # 3 new queries after 7 cached tokens
-    torch.testing.assert_close(cached, full[:, 7:, :])
+    cached = alibi_bias(4, 3, 10, offset=7)  # 3 new queries after 7 cached tokens
+    assert torch.equal(cached, full[:, 7:, :])
     assert (cached[:, -1, -1] == 0).all()
-    assert (alibi_bias(4, 1, 10)[:, 0, :] == full[:, -1, :]).all()
+    assert torch.equal(alibi_bias(4, 1, 10, offset=9)[:, 0, :], full[:, -1, :])
+    # The default is offset 0, the top-left corner, as for causal_mask.
+    assert torch.equal(alibi_bias(4, 3, 10), full[:, :3, :])
 
 
 def test_alibi_bias_defaults_to_square():
     assert torch.equal(alibi_bias(3, 4), alibi_bias(3, 4, 4))
+
+
+@pytest.mark.parametrize("T_q, T_k", [(1, 6), (3, 7), (2, 5), (5, 5)])
+def test_alibi_bias_and_causal_mask_agree_for_any_lengths(T_q, T_k):
+    """Combined as a float mask, the default bias and mask give every key a query
+    may see ALiBi's -slope * (i - j), with query i at position i (top-left); with
+    offset=T_k - T_q (the newest T_q of T_k tokens, a KV cache) both are the last
+    T_q rows of their T_k x T_k versions, and so is the attention they give."""
+    H, past = 4, T_k - T_q
+    slopes = alibi_slopes(H)[:, None, None]  # (H, 1, 1)
+    i, j = torch.arange(T_q)[:, None], torch.arange(T_k)[None, :]  # (T_q, 1), (1, T_k)
+    mask = causal_mask(T_q, T_k)
+    assert torch.equal(mask, j <= i)
+    bias = alibi_bias(H, T_q, T_k)
+    expected = (-slopes * (i - j)).expand(H, T_q, T_k)
+    torch.testing.assert_close(bias[:, mask], expected[:, mask])
+
+    full_mask, full_bias = causal_mask(T_k), alibi_bias(H, T_k)  # all T_k tokens
+    mask = causal_mask(T_q, T_k, offset=past)
+    bias = alibi_bias(H, T_q, T_k, offset=past)
+    assert torch.equal(mask, full_mask[past:])
+    assert torch.equal(bias, full_bias[:, past:])
+    torch.testing.assert_close(bias[:, mask], (-slopes * (past + i - j))[:, mask])
+
+    def attention(q, k, v, mask, bias):  # ALiBi on top of a causal mask
+        blocked = torch.zeros(mask.shape).masked_fill(~mask, float("-inf"))
+        return attn_course.scaled_dot_product_attention(
+            q, k, v, attn_mask=bias + blocked
+        )
+
+    q, k, v = torch.randn(3, H, T_k, 8, generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(
+        attention(q[:, past:], k, v, mask, bias),  # the new queries only
+        attention(q, k, v, full_mask, full_bias)[:, past:],
+    )
 
 
 def test_future_entries_do_not_matter_under_a_causal_mask():
@@ -473,8 +522,24 @@ X = torch.randn(2, 3, 8)
         pytest.param(
             lambda: alibi_bias(4, 5, 3),
             ValueError,
-            ["T_q=5 is larger than T_k=3", "T_k >= T_q"],
+            [
+                "offset=0 and T_q=5 put the last query at position 4, past the last of "
+                "T_k=3 keys",
+                "T_k >= offset + T_q (e.g. T_k=5)",
+            ],
             id="bias-more-queries",
+        ),
+        pytest.param(
+            lambda: alibi_bias(4, 3, 10, offset=8),
+            ValueError,
+            ["offset=8 and T_q=3 put the last query at position 10", "e.g. T_k=11"],
+            id="bias-offset-too-far",
+        ),
+        pytest.param(
+            lambda: alibi_bias(4, 3, 10, offset=-7),
+            ValueError,
+            ["offset must be at least 0, got offset=-7", "T_k - T_q"],
+            id="bias-negative-offset",
         ),
         pytest.param(
             lambda: alibi_bias(4, 2.5),
@@ -505,3 +570,94 @@ X = torch.randn(2, 3, 8)
 def test_errors_teach(call, error, fragments):
     with pytest.raises(error, match=".*".join(map(re.escape, fragments))):
         call()
+
+
+# --- RoPE for longer sequences: position interpolation and YaRN ------------------
+
+
+def yarn_theta_from_the_paper(d, base, s, L, alpha, beta):
+    """YaRN's "NTK-by-parts" (Peng et al. 2023, eq. 15-18), one pair at a time:
+    wavelength lambda = 2 pi / theta, r = L / lambda, ramp gamma(r), then
+    h(theta) = (1 - gamma) theta / s + gamma theta."""
+    out = []
+    for i in range(d // 2):
+        theta = base ** (-2 * i / d)
+        r = L / (2 * math.pi / theta)
+        if r < alpha:
+            gamma = 0.0
+        elif r > beta:
+            gamma = 1.0
+        else:
+            gamma = (r - alpha) / (beta - alpha)
+        out.append((1 - gamma) * theta / s + gamma * theta)
+    return torch.tensor(out, dtype=torch.float64)
+
+
+@pytest.mark.parametrize(
+    "d, base, s, L, alpha, beta",
+    [
+        (8, 10_000.0, 4.0, 16, 1.0, 32.0),
+        (64, 10_000.0, 8.0, 2048, 1.0, 32.0),
+        (128, 500_000.0, 2.5, 4096, 2.0, 16.0),
+    ],
+)
+def test_yarn_frequencies_follow_the_paper(d, base, s, L, alpha, beta):
+    scaling = {"type": "yarn", "factor": s, "original_length": L}
+    if (alpha, beta) != (1.0, 32.0):
+        scaling |= {"alpha": alpha, "beta": beta}
+    got = rope_frequencies(d, base, scaling=scaling)
+    expected = yarn_theta_from_the_paper(d, base, s, L, alpha, beta)
+    torch.testing.assert_close(got, expected)
+    theta = rope_frequencies(d, base)
+    assert bool((got <= theta).all()) and bool((got >= theta / s - 1e-15).all())
+
+
+def test_yarn_keeps_fast_pairs_and_interpolates_slow_ones():
+    scaling = {"type": "yarn", "factor": 8.0, "original_length": 2048}
+    got, theta = rope_frequencies(64, scaling=scaling), rope_frequencies(64)
+    assert got[0] == theta[0]  # 326 turns in 2048 tokens: more than beta
+    torch.testing.assert_close(got[-1], theta[-1] / 8)  # under one turn: PI
+
+
+def test_position_interpolation_is_positions_scaled_down():
+    generator = torch.Generator().manual_seed(5)
+    x = torch.randn(2, 7, 8, generator=generator)
+    positions = torch.arange(40, 47)
+    for interleaved in (False, True):
+        got = apply_rope(
+            x, positions, interleaved=interleaved, scaling={"type": "pi", "factor": 4.0}
+        )
+        scaled = [m / 4 for m in positions.tolist()]  # fractional positions
+        expected = rope_by_rotation_matrices(x, scaled, 10_000.0, interleaved)
+        torch.testing.assert_close(got, expected.float(), atol=1e-5, rtol=1e-5)
+
+
+def test_yarn_rope_scales_queries_and_keys_by_its_attention_factor():
+    generator = torch.Generator().manual_seed(6)
+    x = torch.randn(5, 8, generator=generator)
+    scaling = {"type": "yarn", "factor": 4.0, "original_length": 16}
+    got = apply_rope(x, scaling=scaling)
+    assert yarn_attention_factor(4.0) == pytest.approx(0.1 * math.log(4.0) + 1)
+    torch.testing.assert_close(
+        got.norm(dim=-1), x.norm(dim=-1) * (0.1 * math.log(4.0) + 1)
+    )
+    torch.testing.assert_close(apply_rope(x, scaling=None), apply_rope(x))
+
+
+@pytest.mark.parametrize(
+    "scaling, words",
+    [
+        ({"type": "ntk", "factor": 2.0}, "type 'pi' or 'yarn'"),
+        ("pi", "type 'pi' or 'yarn'"),
+        ({"type": "pi", "factor": 0.0}, "factor"),
+        ({"type": "yarn", "factor": 2.0}, "original_length"),
+        ({"type": "pi", "factor": 2.0, "length": 16}, "unknown keys"),
+        (
+            {"type": "yarn", "factor": 2.0, "original_length": 16, "alpha": 40.0},
+            "alpha < beta",
+        ),
+    ],
+)
+def test_bad_scaling_is_told_clearly(scaling, words):
+    with pytest.raises((TypeError, ValueError), match=words):
+        rope_frequencies(8, scaling=scaling)

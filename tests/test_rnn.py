@@ -3,6 +3,7 @@ encoder-decoder with and without it, and accuracy by source length."""
 
 import pytest
 import torch
+from torch import nn
 
 from attn_course import seq2seq, translation
 from attn_course.rnn import AdditiveAttention, GRUSeq2Seq, exact_match_by_length
@@ -110,11 +111,14 @@ def vocabs():
     return translation.source_vocab(), translation.target_vocab()
 
 
-@pytest.mark.parametrize("attention", [False, True])
-def test_the_encoder_ignores_padding(vocabs, attention):
+DECODERS = [{}, {"summary_every_step": True}, {"attention": True}]
+
+
+@pytest.mark.parametrize("decoder", DECODERS)
+def test_the_encoder_ignores_padding(vocabs, decoder):
     src_vocab, tgt_vocab = vocabs
     torch.manual_seed(0)
-    model = GRUSeq2Seq(len(src_vocab), len(tgt_vocab), d_model=8, attention=attention)
+    model = GRUSeq2Seq(len(src_vocab), len(tgt_vocab), d_model=8, **decoder)
     src = torch.tensor([[5, 6, 7, 8, 9], [5, 6, 7, 0, 0]])  # (B, T_s), 0 = <pad>
     memory = model.encode(src)  # (B, T_s, D)
     alone = model.encode(src[1:, :3])  # the short sentence without padding
@@ -142,10 +146,61 @@ def test_the_parameter_counts_follow_the_sizes(vocabs):
     gru = 3 * (D * D + D * D + 2 * D)  # three gates: W_i, W_h and two biases
     plain = GRUSeq2Seq(S, V, d_model=D)
     assert seq2seq.count_parameters(plain) == (S + V) * D + 2 * gru + D * V + V
+    wide = 3 * (2 * D * D + D * D + 2 * D)  # its input is [word; context]
+    summary = GRUSeq2Seq(S, V, d_model=D, summary_every_step=True)
+    expected = (S + V) * D + gru + wide + 2 * D * V + V
+    assert seq2seq.count_parameters(summary) == expected
     with_attention = GRUSeq2Seq(S, V, d_model=D, attention=True)
-    cell = 3 * (2 * D * D + D * D + 2 * D)  # its input is [word; context]
-    expected = (S + V) * D + gru + cell + D * (D + D + 1) + 2 * D * V + V
+    expected += D * (D + D + 1)  # W_query, W_key and v
     assert seq2seq.count_parameters(with_attention) == expected
+
+
+def test_the_summary_decoder_reads_the_last_state_at_every_step(vocabs):
+    """Cho et al. (2014): s_0 = c, s_i = GRU([y_(i-1); c], s_(i-1)), logits from
+    [s_i; c], with c the encoder's state after the last real word, written out
+    step by step with the weights of the model's GRU."""
+    src_vocab, tgt_vocab = vocabs
+    torch.manual_seed(0)
+    model = GRUSeq2Seq(
+        len(src_vocab), len(tgt_vocab), d_model=8, summary_every_step=True
+    )
+    src = torch.tensor([[5, 6, 7, 8], [9, 10, 0, 0]])  # (B, T_s), 0 = <pad>
+    tgt_in = torch.tensor([[1, 5, 6], [1, 7, 8]])  # (B, T_t)
+    memory = model.encode(src)  # (B, T_s, D)
+    c = torch.stack([memory[0, 3], memory[1, 1]])  # (B, D): after each last word
+    cell = nn.GRUCell(16, 8)
+    cell.load_state_dict({k[:-3]: v for k, v in model.decoder.state_dict().items()})
+    state, logits = c, []
+    for i in range(3):
+        state = cell(torch.cat([model.tgt_embed(tgt_in[:, i]), c], dim=-1), state)
+        logits.append(model.lm_head(torch.cat([state, c], dim=-1)))
+    torch.testing.assert_close(model(src, tgt_in), torch.stack(logits, dim=1))
+
+
+def test_attention_is_the_summary_decoder_with_a_new_context_at_every_step(vocabs):
+    """Give the attention decoder the summary decoder's weights and an attention
+    that always returns the encoder's last state: both give the same logits."""
+    src_vocab, tgt_vocab = vocabs
+    torch.manual_seed(0)
+    S, V = len(src_vocab), len(tgt_vocab)
+    summary = GRUSeq2Seq(S, V, d_model=8, summary_every_step=True)
+    attention = GRUSeq2Seq(S, V, d_model=8, attention=True)
+    weights = {  # the decoder's GRUCell names drop the GRU's layer suffix "_l0"
+        k.replace("_l0", "") if k.startswith("decoder.") else k: v
+        for k, v in summary.state_dict().items()
+    }
+    attention.load_state_dict({**attention.state_dict(), **weights})
+
+    class LastState(nn.Module):
+        def forward(self, query, keys, key_padding_mask, *, return_weights=False):
+            last = key_padding_mask.sum(dim=1) - 1  # (B,)
+            context = keys[torch.arange(keys.shape[0]), last]  # (B, D)
+            return context, key_padding_mask.float()
+
+    attention.attention = LastState()
+    src = torch.tensor([[5, 6, 7, 8], [9, 10, 11, 0]])
+    tgt_in = torch.tensor([[1, 5, 6, 7], [1, 7, 8, 0]])
+    torch.testing.assert_close(attention(src, tgt_in), summary(src, tgt_in))
 
 
 def test_the_model_tells_bad_input_clearly(vocabs):
@@ -159,19 +214,26 @@ def test_the_model_tells_bad_input_clearly(vocabs):
         model(torch.tensor([[5, 6], [0, 0]]), torch.ones(2, 3, dtype=torch.long))
     with pytest.raises(ValueError, match="attention=True"):
         model(torch.tensor([[5, 6]]), torch.tensor([[1, 5]]), return_weights=True)
-    with pytest.raises(TypeError, match="attention must be a bool"):
+    with pytest.raises(TypeError, match="attention must be True or False"):
         GRUSeq2Seq(10, 10, attention="yes")
+    with pytest.raises(TypeError, match="summary_every_step must be True or False"):
+        GRUSeq2Seq(10, 10, summary_every_step=1)
+    with pytest.raises(ValueError, match="choose one of the two"):
+        GRUSeq2Seq(10, 10, attention=True, summary_every_step=True)
+    summary = GRUSeq2Seq(10, 10, summary_every_step=True)
+    with pytest.raises(ValueError, match="attention=True"):
+        summary(torch.tensor([[5, 6]]), torch.tensor([[1, 5]]), return_weights=True)
     with pytest.raises(ValueError, match="pad_id=12"):
         GRUSeq2Seq(10, 12, pad_id=12)
 
 
-@pytest.mark.parametrize("attention", [False, True])
-def test_chapter_6_training_lowers_the_loss_and_decoding_works(vocabs, attention):
+@pytest.mark.parametrize("decoder", DECODERS)
+def test_chapter_6_training_lowers_the_loss_and_decoding_works(vocabs, decoder):
     src_vocab, tgt_vocab = vocabs
     pairs = translation.make_splits(256, 1, 1, seed=0).train
     data = translation.make_batch(pairs, src_vocab, tgt_vocab)
     torch.manual_seed(0)
-    model = GRUSeq2Seq(len(src_vocab), len(tgt_vocab), d_model=16, attention=attention)
+    model = GRUSeq2Seq(len(src_vocab), len(tgt_vocab), d_model=16, **decoder)
     before = seq2seq.sequence_loss(model, data)
     seq2seq.train(
         model, data, epochs=5, batch_size=32, lr=1e-2, warmup_steps=5, log=None

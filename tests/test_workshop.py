@@ -27,8 +27,8 @@ import pytest
 
 from tests.exercises import chapters
 from tools.exercises import ANSWER_TAG, CHECK_TAG
-from tools.notebooks import runs_alone
 from tools.portable import INSTALL_TAG, portable_copy
+from tools.reproducible import PINNED
 from tools.toc import CHAPTERS, chapter_notebooks
 from tools.workshop import write_workshop
 
@@ -42,8 +42,10 @@ RIGHT = {
 
 def _offline_env(tmp):
     """The environment for pip and Jupyter in the fresh venv: no pip configuration,
-    no index, and Jupyter's folders of its own."""
+    no index, Jupyter's folders of its own, and the pinned numeric environment in
+    which the course's outputs are stored."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env.update(PINNED)
     env.update(
         PIP_CONFIG_FILE=os.devnull,
         PIP_NO_INDEX="1",
@@ -51,7 +53,6 @@ def _offline_env(tmp):
         JUPYTER_DATA_DIR=str(tmp / "jupyter-data"),
         JUPYTER_CONFIG_DIR=str(tmp / "jupyter-config"),
         JUPYTER_PATH="",
-        PYTHONHASHSEED="0",
     )
     env.pop("VIRTUAL_ENV", None)
     return env
@@ -89,26 +90,26 @@ def installed(tmp_path_factory):
     return folder, bin_, env
 
 
-def _run(bin_, env, path):
-    """Execute a notebook in the fresh venv's own Jupyter; return it executed."""
+def _run(bin_, env, path, nbconvert=None):
+    """Execute a notebook with the fresh venv's own nbconvert (or the command given
+    as ``nbconvert``); return it executed. A failure shows the cell that failed and
+    its error, as nbconvert printed them."""
     done = path.with_name(path.stem + ".done.ipynb")
-    subprocess.run(
-        [
-            str(bin_ / "jupyter"),
-            "nbconvert",
-            "--to",
-            "notebook",
-            "--execute",
-            "--ExecutePreprocessor.timeout=600",
-            "--output",
-            done.name,
-            str(path),
-        ],
+    command = nbconvert or [str(bin_ / "jupyter"), "nbconvert"]
+    run = subprocess.run(
+        [*command, "--to", "notebook", "--execute"]
+        + ["--ExecutePreprocessor.timeout=600", "--output", done.name, path.name],
         cwd=path.parent,
         env=env,
-        check=True,
         capture_output=True,
+        text=True,
     )
+    if run.returncode != 0:
+        pytest.fail(
+            f"{path.name} failed under nbconvert (exit {run.returncode}):\n"
+            f"{run.stderr[-6000:]}",
+            pytrace=False,
+        )
     return nbformat.read(done, as_version=4)
 
 
@@ -146,14 +147,9 @@ def test_student_notebooks_run_with_the_answers_pasted_in(installed):
             if ANSWER_TAG in cell.metadata.get("tags", []):
                 cell.source = RIGHT[path.name][cell.metadata["exercise"]]
         nbformat.write(notebook, path)
-    # Two at a time, except a notebook that times itself: it runs on its own after.
-    alone = [path for path in notebooks if runs_alone(CHAPTERS / path.name)]
-    shared = [path for path in notebooks if path not in alone]
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        runs = dict(
-            zip(shared, pool.map(lambda p: _run(bin_, env, p), shared), strict=True)
-        )
-    runs.update({path: _run(bin_, env, path) for path in alone})
+    with ThreadPoolExecutor(max_workers=2) as pool:  # two at a time
+        executed = pool.map(lambda path: _run(bin_, env, path), notebooks)
+        runs = dict(zip(notebooks, executed, strict=True))
     for path, notebook in runs.items():
         checks = [c for c in notebook.cells if CHECK_TAG in c.metadata.get("tags", [])]
         assert len(checks) == len(RIGHT.get(path.name, {}))
@@ -207,16 +203,8 @@ def test_a_portable_notebook_installs_the_package_itself(installed, tmp_path):
     chapter = CHAPTERS / "01_toy_attention.ipynb"
     path = tmp_path / chapter.name
     nbformat.write(portable_copy(chapter), path)
-    subprocess.run(
-        [sys.executable, "-m", "nbconvert", "--to", "notebook", "--execute"]
-        + ["--ExecutePreprocessor.kernel_name=portable-check"]
-        + ["--ExecutePreprocessor.timeout=600", "--output", "done.ipynb", path.name],
-        cwd=tmp_path,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
-    done = nbformat.read(tmp_path / "done.ipynb", as_version=4)
+    kernel = "--ExecutePreprocessor.kernel_name=portable-check"
+    done = _run(None, env, path, [sys.executable, "-m", "nbconvert", kernel])
     first = next(cell for cell in done.cells if cell.cell_type == "code")
     assert INSTALL_TAG in first.metadata["tags"]
     assert not [o for o in first.outputs if o.output_type == "error"]

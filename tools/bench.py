@@ -124,9 +124,19 @@ QUICK = Settings(
     new_tokens=(8, 16),
     step_lengths=(4, 16),
     generation_batches=(1, 2),
-    generation_repeats=1,
+    generation_repeats=3,  # a median, not one call that a busy moment can slow
 )
 """``--quick``: short lengths and few repeats, to check that the command works."""
+
+
+def significant(value, digits=4):
+    """``value`` rounded to ``digits`` significant digits: a time of 0.0123 ms keeps
+    its precision as well as one of 123 ms.
+
+    >>> significant(0.00123456), significant(1234.56)
+    (0.001235, 1235.0)
+    """
+    return float(f"{value:.{digits}g}")
 
 
 def plain_attention(query, key, value, is_causal=False):
@@ -257,7 +267,7 @@ def measure(methods, T, is_causal, device, settings, memory):
             "mask": "causal" if is_causal else "none",
             "method": name,
             "block_size": block,
-            "time_ms": round(times[name, block], 3),
+            "time_ms": significant(times[name, block]),
             "peak_mib": None
             if peaks[name, block] is None
             else round(peaks[name, block], 2),
@@ -329,12 +339,9 @@ def generation_rows(device, settings):
                 if tokens > 1:
                     model(idx[:, :-1], cache=cache)  # the tokens before the newest
 
-                def cached_step(idx=idx, cache=cache):
+                def cached_step(idx=idx, cache=cache, tokens=tokens):
                     logits = model(idx[:, -1:], cache=cache)
-                    # Take the token back out, so that every repeat sees one cache.
-                    for layer in cache.layers:
-                        layer.keys = layer.keys[:, :, :-1]
-                        layer.values = layer.values[:, :, :-1]
+                    cache.truncate(tokens - 1)  # every repeat sees one cache
                     return logits
 
                 calls = {"uncached": lambda idx=idx: model(idx), "cached": cached_step}
@@ -369,7 +376,7 @@ def _generation_settings(settings):
 
 
 def _generation_pair(device, kind, batch, tokens, times, per_token):
-    speedup = round(times["uncached"] / times["cached"], 3)
+    speedup = significant(times["uncached"] / times["cached"])
     return [
         {
             "device": device,
@@ -377,8 +384,8 @@ def _generation_pair(device, kind, batch, tokens, times, per_token):
             "batch": batch,
             "tokens": tokens,
             "method": method,
-            "time_ms": round(times[method], 3),
-            "ms_per_token": round(times[method] / per_token, 3),
+            "time_ms": significant(times[method]),
+            "ms_per_token": significant(times[method] / per_token),
             "speedup": speedup,
         }
         for method in ("uncached", "cached")

@@ -1,6 +1,8 @@
-"""Time one training step of a recurrent layer and of an attention layer as T grows.
+"""Chapter 10's stored measurements: step times, scoring times, the length runs.
 
-``make bench-history`` runs ``python -m tools.bench_history``. For a batch of 8
+``make bench-history`` runs ``python -m tools.bench_history``, whose default part,
+``--part steps``, times one training step of a recurrent layer and of an attention
+layer as T grows. For a batch of 8
 sequences of width 128 and T = 16, 32, ..., 1024 tokens it times one training step,
 the forward pass, a loss and the backward pass, of
 
@@ -18,22 +20,45 @@ count is stored with the machine. The results are printed as a
 table and written as JSON, with the machine, the torch version, the date and the
 settings, to ``attn_course/measured/history-cpu.json`` (``history-cuda.json`` with
 CUDA, where the rows are measured on the GPU too). Chapter 10 reads the file with
-``attn_course.history.stored_step_times()``. ``--quick`` measures two short
-lengths with one repeat, to check that the command works, and writes to
-``_build/bench/`` unless ``--out`` is given.
+``attn_course.history.stored_step_times()``.
+
+``--part scores`` times the scores of every query against every key for the shapes
+that Chapter 10 times live (a batch of 8, 128 queries and 128 keys of width 64):
+additive, through ``attn_course.AdditiveAttention``'s ``W_query``, ``W_key``, a
+``tanh`` on a ``(B, T_q, T_k, d_a)`` tensor and ``v``; and the scaled dot product,
+one matrix product. It writes ``history-scores-cpu.json``, which
+``attn_course.history.stored_scoring_times()`` reads.
+
+``--part lengths`` runs Chapter 10's experiment on sentence length: each model of
+``attn_course.history.LENGTH_WIDTHS`` (about 175,000 parameters each) is trained
+on Chapter 6's 8,000 training pairs for each seed by
+``attn_course.history.length_run``, and scored by exact match on the 1,000 test
+pairs, by source length, and on the first 1,000 training pairs; the plain GRU is
+trained with five times the epochs too. Results do not depend on the machine when
+the command runs in the course's pinned numeric environment, as it should:
+``python -m tools.reproducible run -- python -m tools.bench_history --part lengths``
+(the training times it stores do). It writes ``history-lengths-cpu.json``, which
+``attn_course.history.stored_length_runs()`` reads.
+
+``--quick`` runs a part on small sizes, to check that the command works, and
+writes to ``_build/bench/`` unless ``--out`` is given.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
+import statistics
 import sys
 from dataclasses import asdict, dataclass
 
 import torch
 from torch import nn
 
-from attn_course import MultiHeadAttention
+from attn_course import AdditiveAttention, MultiHeadAttention, history, translation
 from tools import bench
 from tools.bench import median_ms
+from tools.reproducible import PINNED
 
 
 @dataclass(frozen=True)
@@ -97,7 +122,7 @@ def rows(settings, device):
                     "device": device,
                     "T": T,
                     "method": name,
-                    "time_ms": round(times[name], 3),
+                    "time_ms": bench.significant(times[name]),
                     # steps that must run one after the other in the layer
                     "sequential_steps": T if name == "gru" else 1,
                 }
@@ -138,21 +163,206 @@ def default_out(quick, has_cuda):
     return bench.default_out(quick, has_cuda, "history")
 
 
+# --- scores: additive against dot product ---------------------------------------
+
+
+@dataclass(frozen=True)
+class ScoreSettings:
+    """The shapes of Chapter 10's live timing of the two scorings."""
+
+    batch: int = 8
+    length: int = 128  # queries, and as many keys
+    width: int = 64  # d_q = d_k = d_a
+    warmup: int = 2
+    repeats: int = 9
+
+
+QUICK_SCORES = ScoreSettings(batch=2, length=16, width=8, warmup=1, repeats=1)
+"""``--part scores --quick``: small shapes and one repeat."""
+
+
+def scorings(settings):
+    """``{method: call}``: the two scorings of seeded queries and keys, each a
+    zero-argument call that returns the ``(B, T_q, T_k)`` scores."""
+    torch.manual_seed(0)
+    B, T, d = settings.batch, settings.length, settings.width
+    q, k = torch.randn(B, T, d), torch.randn(B, T, d)  # (B, T_q, d), (B, T_k, d)
+    additive = AdditiveAttention(d, d, d)
+
+    def additive_scores():  # (B, T_q, T_k, d_a) through tanh, then v
+        pairs = additive.W_query(q)[:, :, None] + additive.W_key(k)[:, None]
+        return additive.v(torch.tanh(pairs)).squeeze(-1)
+
+    def dot_scores():  # one matrix product
+        return q @ k.transpose(1, 2) / d**0.5
+
+    return {"additive": additive_scores, "dot": dot_scores}
+
+
+def score_rows(settings):
+    """One row per scoring: the median time of computing the scores, in ms."""
+    with torch.no_grad():
+        times = median_ms(scorings(settings), "cpu", settings)
+    return [
+        {"method": name, "time_ms": bench.significant(time_ms)}
+        for name, time_ms in times.items()
+    ]
+
+
+# --- lengths: Chapter 10's experiment ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class LengthSettings:
+    """The data, seeds and training of the runs of Chapter 10's experiment."""
+
+    train_pairs: int = 8_000  # Chapter 6's split
+    val_pairs: int = 500
+    test_pairs: int = 1_000
+    split_seed: int = 0
+    train_subset: int = 1_000  # the first training pairs, scored like the test
+    seeds: tuple[int, ...] = (0, 1, 2)
+    epochs: int = 2
+    warmup_steps: int = 50
+    long_models: tuple[str, ...] = ("GRU",)  # also trained long_epochs
+    long_epochs: int = 10
+
+
+QUICK_LENGTHS = LengthSettings(
+    train_pairs=64, val_pairs=1, test_pairs=32, train_subset=16, seeds=(0,),
+    epochs=1, warmup_steps=1, long_epochs=2,
+)  # fmt: skip
+"""``--part lengths --quick``: a few pairs, one seed, one epoch."""
+
+
+def length_rows(settings):
+    """The result of :func:`attn_course.history.length_run` for every model and
+    seed, then for the long runs; each run's line is printed as it ends."""
+    splits = translation.make_splits(
+        settings.train_pairs,
+        settings.val_pairs,
+        settings.test_pairs,
+        seed=settings.split_seed,
+    )
+    src_vocab, tgt_vocab = translation.source_vocab(), translation.target_vocab()
+    data = [
+        translation.make_batch(pairs, src_vocab, tgt_vocab)
+        for pairs in (
+            splits.train,
+            splits.test,
+            splits.train[: settings.train_subset],
+        )
+    ]
+    runs = [
+        (name, seed, settings.epochs)
+        for seed in settings.seeds
+        for name in history.LENGTH_WIDTHS
+    ] + [
+        (name, seed, settings.long_epochs)
+        for name in settings.long_models
+        for seed in settings.seeds
+    ]
+    found = []
+    for name, seed, epochs in runs:
+        _, result = history.length_run(
+            name,
+            *data,
+            seed=seed,
+            epochs=epochs,
+            warmup_steps=settings.warmup_steps,
+        )
+        print(length_line(result), flush=True)
+        found.append(result)
+    return found
+
+
+def length_line(row):
+    """One run as a line of text: model, seed, epochs, exact match, time."""
+    return (
+        f"{row['model']:<16} seed {row['seed']}, {row['epochs']:>2} epochs: "
+        f"train {row['train_exact_match']:6.1%}, test {row['test_exact_match']:6.1%}"
+        f" ({row['parameters']:,} parameters, {row['seconds']:.0f} s)"
+    )
+
+
+def length_table(results):
+    """Mean and range over the seeds of the test exact match of each model."""
+    groups = {}
+    for row in results["rows"]:
+        groups.setdefault((row["model"], row["epochs"]), []).append(row)
+    lines = []
+    for (name, epochs), rows in groups.items():
+        test = [row["test_exact_match"] for row in rows]
+        lines.append(
+            f"{name:<16} {epochs:>2} epochs, {len(rows)} seeds: test mean "
+            f"{statistics.mean(test):6.1%}, from {min(test):6.1%} to {max(test):6.1%}"
+        )
+    return "\n".join(lines)
+
+
+def scores_part(quick):
+    """``--part scores``: the results, and the lines that print them."""
+    settings = QUICK_SCORES if quick else ScoreSettings()
+    rows = score_rows(settings)
+    results = {
+        **bench.provenance(),
+        "settings": asdict(settings),
+        "measures": "median time of the (B, T_q, T_k) scores, no gradients",
+        "rows": rows,
+    }
+    return results, [f"{row['method']:<9} {row['time_ms']:9.3f} ms" for row in rows]
+
+
+def lengths_part(quick):
+    """``--part lengths``: the results, and the lines that print them."""
+    settings = QUICK_LENGTHS if quick else LengthSettings()
+    rows = length_rows(settings)
+    results = {
+        **bench.provenance(),
+        "settings": {**asdict(settings), "widths": history.LENGTH_WIDTHS},
+        "measures": "exact match of greedy translations after training",
+        "rows": rows,
+    }
+    return results, [length_table(results)]
+
+
+# --- the command ------------------------------------------------------------------
+
+PARTS = ("steps", "scores", "lengths")
+
+
 def main(argv: list[str] | None = None) -> int:
+    chooser = argparse.ArgumentParser(add_help=False)
+    chooser.add_argument("--part", choices=PARTS, default="steps")
+    chosen, rest = chooser.parse_known_args(argv)
     args = bench.arguments(
-        argv,
+        rest,
         __doc__,
-        quick_help="two short lengths and one repeat, to check that the command works",
+        quick_help="small sizes and one repeat, to check that the command works",
         threads_default=1,
         threads_help="torch's CPU threads (default 1: see the module's docstring)",
     )
-    settings = QUICK if args.quick else Settings()
-    out = args.out or default_out(args.quick, torch.cuda.is_available())
-    results = run(settings)
-    widths = (
-        f"batch {settings.batch}, width {settings.width}: {results['measures']}, ms"
-    )
-    bench.report(results, out, [widths, table(results)])
+    if chosen.part == "steps":
+        settings = QUICK if args.quick else Settings()
+        out = args.out or default_out(args.quick, torch.cuda.is_available())
+        results = run(settings)
+        widths = (
+            f"batch {settings.batch}, width {settings.width}: {results['measures']}, ms"
+        )
+        bench.report(results, out, [widths, table(results)])
+        return 0
+    unpinned = sorted(k for k, v in PINNED.items() if os.environ.get(k) != v)
+    if chosen.part == "lengths" and unpinned and not args.quick:
+        print(
+            f"not in the pinned numeric environment ({', '.join(unpinned)} not set): "
+            "run python -m tools.reproducible run -- python -m tools.bench_history "
+            "--part lengths, so that seed 0 gives what Chapter 10 trains live"
+        )
+        return 2
+    part = scores_part if chosen.part == "scores" else lengths_part
+    results, lines = part(args.quick)
+    out = args.out or bench.default_out(args.quick, False, f"history-{chosen.part}")
+    bench.report(results, out, lines)
     return 0
 
 

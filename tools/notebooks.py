@@ -22,29 +22,18 @@ import nbformat
 from nbclient import NotebookClient
 
 from tools.exercises import ANSWER_TAG, mark_solutions, student_copy
+from tools.reproducible import PINNED, problem
 from tools.toc import ROOT, chapter_notebooks
 
 CELL_TIMEOUT_S = 300
 
-# Execution environment: the same hash seed on every run, so that anything that
-# iterates over a set prints in the same order; and a flag telling cells that time
-# something on the reader's machine that this run stores its outputs, so that they
-# print a stable line instead of times (attn_course.efficient.print_timings).
-EXECUTION_ENV = {"PYTHONHASHSEED": "0", "ATTN_COURSE_STORING_OUTPUTS": "1"}
+# Kernels that store outputs run in the pinned numeric environment, and tell cells
+# that time something on the reader's machine to print a stable line instead of
+# times (attn_course.efficient.print_timings).
+STORING_ENV = {**PINNED, "ATTN_COURSE_STORING_OUTPUTS": "1"}
 
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-
-
-def runs_alone(path: Path) -> bool:
-    """Whether a notebook must have the machine to itself when it runs.
-
-    A chapter that checks a wall-clock budget (Chapter 8 trains a model in under a
-    minute and asserts it) says so in its metadata, ``{"attn_course": {"runs_alone":
-    "why"}}``; the test runs that execute notebooks side by side run it on its own.
-    """
-    notebook = nbformat.read(path, as_version=4)
-    return bool(notebook.metadata.get("attn_course", {}).get("runs_alone"))
 
 
 def stored_output_problems(path: Path) -> list[str]:
@@ -94,7 +83,8 @@ def stored_output_problems(path: Path) -> list[str]:
 
 
 def execute(path: Path) -> float:
-    """Run a notebook top to bottom in a fresh kernel and store its outputs in place.
+    """Run a notebook top to bottom in a fresh kernel, in the pinned numeric
+    environment (:mod:`tools.reproducible`), and store its outputs in place.
 
     Returns the wall time in seconds. Solution cells are collapsed for JupyterLab
     (see :func:`tools.exercises.mark_solutions`). Widget state is saved so that
@@ -119,16 +109,7 @@ def execute(path: Path) -> float:
         store_widget_state=True,
     )
     start = time.perf_counter()
-    saved_env = {key: os.environ.get(key) for key in EXECUTION_ENV}
-    os.environ.update(EXECUTION_ENV)
-    try:
-        client.execute()
-    finally:
-        for key, value in saved_env.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    client.execute(env={**os.environ, **STORING_ENV})
     elapsed = time.perf_counter() - start
     for cell in notebook.cells:
         if cell.cell_type == "code":
@@ -299,6 +280,9 @@ def main(argv: list[str] | None = None) -> int:
             nbformat.write(student_copy(path), args.out / path.name)
             print(f"wrote {args.out / path.name}")
         return 0
+    if problem():
+        print(problem())
+        return 3
     paths = [path.resolve() for path in args.paths] or chapter_notebooks()
     for path in paths:
         print(f"executing {path.relative_to(ROOT)} ...", flush=True)

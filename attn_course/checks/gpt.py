@@ -391,11 +391,19 @@ def _ids_tensor(answer, part, check, where, T, start):
             "the dtype of ids (torch.long) by slicing it, since an nn.Embedding "
             "looks up integer ids and cross_entropy wants integer targets."
         )
+    if answer.dtype != torch.long:
+        raise AssertionError(
+            f"{name}{where} have dtype {answer.dtype}; token ids are torch.long "
+            "(int64), the dtype of ids, and a slice keeps it: drop the conversion. "
+            "The targets go to F.cross_entropy, which stops on int32 ones "
+            '("expected target dtype to be Long or Byte, but got Int"), and they '
+            "are the same ids as the inputs, one step on."
+        )
     why = first_slip(answer, _window_slips(part, T, start))
     if why:
         raise AssertionError(f"{name}{where} hold {why}.")
     expect_shape(answer, torch.empty(T), name, where)
-    return answer.long()
+    return answer
 
 
 @exercise_check("make_example")
@@ -427,7 +435,8 @@ def check_make_example_fn(make_example):
         the pair; the usual slips are named: targets equal to the inputs (no
         shift), targets shifted the wrong way or by two, a window one id too long
         or too short, only the id after the window as target, the inputs and
-        targets swapped, float ids.
+        targets swapped, float ids, integer ids of another dtype than torch.long
+        (int32 targets make ``F.cross_entropy`` fail).
     TypeError
         If ``make_example`` is not a function.
 
@@ -654,10 +663,11 @@ def check_top_k_fn(top_k_logits):
     Introduced in Chapter 8. ``top_k_logits(logits, k)`` must return a new tensor
     of the shape of ``logits``, ``(B, V)``: each row's ``k`` largest logits as they
     are, and every other entry ``-inf``, so that a softmax gives those tokens a
-    probability of exactly 0; the logits it was given stay as they were. This is
-    the top-k filter of :func:`attn_course.gpt.generate`. Checked on 5 sets of
-    random logits without ties, with ``B`` in {1, 3}, ``V`` in {5, 10} and ``k``
-    in {1, 2, V}.
+    probability of exactly 0; the logits it was given stay as they were. Without
+    ties this is the top-k filter of :func:`attn_course.gpt.generate`, which also
+    keeps exactly ``k`` where logits tie at the cut (it keeps ``torch.topk``'s
+    indices). Checked on 5 sets of random logits without ties, with ``B`` in
+    {1, 3}, ``V`` in {5, 10} and ``k`` in {1, 2, V}.
 
     Parameters
     ----------

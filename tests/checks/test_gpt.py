@@ -167,7 +167,7 @@ def test_check_make_example_fn_accepts_right_functions(capsys):
         )
     )
     checks.check_make_example_fn(
-        lambda ids, start, T: [ids[start : start + T], ids[start + 1 :][:T].int()]
+        lambda ids, start, T: [ids[start : start + T], ids[start + 1 :][:T]]
     )
     assert capsys.readouterr().out.count("✅ check_make_example_fn:") == 3
 
@@ -226,6 +226,22 @@ def writes_into_ids(ids, start, T):
         (
             lambda ids, s, T: (ids[s : s + T].float(), ids[s + 1 : s + T + 1].float()),
             ["dtype torch.float32", "token ids are integers"],
+        ),
+        (
+            lambda ids, s, T: (ids[s : s + T], ids[s + 1 : s + T + 1].int()),
+            [
+                "your targets",
+                "dtype torch.int32",
+                "torch.long (int64)",
+                "cross_entropy",
+            ],
+        ),
+        (
+            lambda ids, s, T: (
+                ids[s : s + T].to(torch.int16),
+                ids[s + 1 : s + T + 1].to(torch.int16),
+            ),
+            ["your inputs", "dtype torch.int16", "drop the conversion"],
         ),
         (
             lambda ids, s, T: (ids[s : s + T].tolist(), ids[s + 1 : s + T + 1]),

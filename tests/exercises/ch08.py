@@ -135,6 +135,13 @@ ANSWERS = {
                 "not only the id after the window",
             ),
             wrong(
+                "int32-targets",
+                example("ids[start:start + T]", "ids[start + 1:start + T + 1].int()"),
+                "your targets",
+                "dtype torch.int32",
+                "F.cross_entropy",
+            ),
+            wrong(
                 "one-tensor",
                 "# Your answer: the window of T ids that starts at position `start` "
                 "of `ids`\n"
