@@ -569,8 +569,8 @@ def print_stored_timings(device="cpu", **fields):
     --------
     >>> print_stored_timings(section="attention", method="plain", mask="none", T=256)
     ... # doctest: +ELLIPSIS
-    stored by make bench on ...: ... torch thread..., torch ...
-    (batch ..., ... heads of width ...)
+    stored by make bench on ..., torch ...:
+    ..., ... cores, ... torch thread...; batch ..., ... heads of width ...
       attention: plain, no mask, T = 256 ... ms
     """
     results = stored_benchmark(device)
@@ -595,16 +595,17 @@ def print_stored_timings(device="cpu", **fields):
         raise ValueError(f"no stored row has {fields}; see stored_benchmark()['rows']")
     machine, settings = results["machine"], results["settings"]
     threads = machine["torch_threads"]
-    print(
-        f"stored by make bench on {results['date'][:10]}: {machine['cpu']}, "
-        f"{machine['cores']} cores, {threads} torch thread{'s' * (threads != 1)}, "
-        f"torch {results['torch']}"
+    sizes = (
+        f"; batch {settings['batch']}, {settings['heads']} heads of width "
+        f"{settings['head_width']}"
+        if any("section" in row for row in found)
+        else ""
     )
-    if any("section" in row for row in found):
-        print(
-            f"(batch {settings['batch']}, {settings['heads']} heads of width "
-            f"{settings['head_width']})"
-        )
+    print(f"stored by make bench on {results['date'][:10]}, torch {results['torch']}:")
+    print(
+        f"{machine['cpu']}, {machine['cores']} cores, {threads} torch "
+        f"thread{'s' * (threads != 1)}{sizes}"
+    )
     labels = [_describe(row, settings) for row in found]
     width = max(len(label) for label in labels)
     for label, row in zip(labels, found, strict=True):

@@ -4,8 +4,10 @@
 of width 64 and T = 256, 512, 1024, 2048 and 4096 tokens, each with a causal mask
 and without a mask, it runs the forward pass of
 
-- ``plain``: ``softmax(Q K^T * scale) V`` in a few lines (:func:`plain_attention`),
-  which holds the whole ``(B, H, T, T)`` matrix of scores, then of weights;
+- ``plain``: ``softmax((Q * scale) K^T) V`` in a few lines (:func:`plain_attention`),
+  which holds the whole ``(B, H, T, T)`` matrix of scores, then of weights; like
+  ``tiled``, it scales the queries before the product, not the scores after it (a
+  pass over every score less);
 - ``tiled``: ``attn_course.tiled_attention`` with its default block size, which
   holds one tile of scores at a time;
 - ``sdpa``: ``torch.nn.functional.scaled_dot_product_attention``, PyTorch's fused
@@ -13,8 +15,17 @@ and without a mask, it runs the forward pass of
 
 A second section runs ``tiled_attention`` at T = 1024 with a causal mask for
 several block sizes, next to ``plain`` and ``sdpa``: the measurement behind the
-default block size. The results are printed as a table (time in ms and as a
-multiple of ``sdpa``'s, peak memory in MiB and as a fraction of ``plain``'s).
+default block size. A third gives a sliding window of 128 keys at T = 2048 to
+``sdpa`` and to ``tiled_attention`` as a mask, and to ``banded``
+(:func:`banded_attention`), which computes only the band of scores the window
+reaches. A fourth runs the first again, in a second Python process whose C
+allocator keeps freed memory for the next call (:data:`REUSE_MEMORY`). The
+results are printed as a table (time in ms and as a multiple of ``sdpa``'s, peak
+memory in MiB and as a fraction of ``plain``'s, page faults per call).
+
+``exp`` times ``torch.exp`` and ``torch.exp2`` on one tile of scores (batch x heads
+x block x block numbers), 64 times over: the powers of e that ``plain``'s softmax
+computes against the powers of 2 of ``tiled_attention``, in ns per number.
 
 Generation is measured apart, with and without a KV cache
 (``attn_course.generate(..., use_cache=...)``), on a GPT of Chapter 8's sizes
@@ -37,7 +48,20 @@ Time
     each method, ``--repeats`` rounds call each method once in turn (so that a
     busy moment of the machine slows all three alike), timed with
     ``time.perf_counter`` (after ``torch.cuda.synchronize()`` on a GPU); the table
-    shows the median.
+    shows the median. On a shared machine the times of one run move together, so
+    the ratios between methods hold better than the times themselves.
+
+Page faults on the CPU
+    The median number of minor page faults of one call (``ru_minflt`` of
+    ``resource.getrusage``): pages the kernel had to map, and fill with zeros, the
+    first time the call touched them. glibc's ``malloc``, which PyTorch's CPU tensors
+    use, maps a block larger than its *mmap threshold* straight from the kernel and
+    hands it back to the kernel when it is freed. The threshold starts at 128 KiB and
+    rises to the size of each such block freed, up to 32 MiB on a 64-bit machine
+    (``man mallopt``): a block of more than 32 MiB is mapped afresh every time, so
+    every call that needs such a tensor touches fresh pages, where smaller blocks are
+    soon reused from the heap. The section ``attention, memory reused`` shows what the
+    same calls take without that.
 
 Peak memory on the CPU
     The most resident memory (RSS) the process holds during one call, minus what
@@ -74,19 +98,35 @@ import datetime
 import gc
 import inspect
 import json
+import math
 import os
 import platform
 import re
 import statistics
+import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-from attn_course import GPT, GPTConfig, KVCache, causal_mask, generate, tiled_attention
+from attn_course import (
+    GPT,
+    GPTConfig,
+    KVCache,
+    causal_mask,
+    generate,
+    sliding_window_mask,
+    tiled_attention,
+)
+
+try:
+    import resource  # page faults (Unix only)
+except ImportError:
+    resource = None
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "attn_course" / "measured"
@@ -105,26 +145,32 @@ class Settings:
     lengths: tuple[int, ...] = (256, 512, 1024, 2048, 4096)
     block_length: int = 1024  # the length of the block-size section
     block_sizes: tuple[int, ...] = (32, 64, 128, 256, 512)
-    warmup: int = 1
+    window_length: int = 2048  # the length of the sliding-window section
+    window: int = 128  # keys a query sees there, itself included
+    warmup: int = 2
     repeats: int = 5
     dtype: str = "float32"
     prompt: int = 16  # generation: the prompt's length
     new_tokens: tuple[int, ...] = (64, 128, 256)  # generation: tokens written
     step_lengths: tuple[int, ...] = (16, 64, 128, 256)  # one step after so many
     generation_batches: tuple[int, ...] = (1, 8)  # sequences generated together
-    generation_repeats: int = 3
+    generation_repeats: int = 3  # writing tokens: long calls, a few suffice
+    step_repeats: int = 9  # one step: a few ms, which a busy moment can double
 
 
 QUICK = Settings(
     lengths=(32, 64),
     block_length=64,
     block_sizes=(16, 64),
+    window_length=64,
+    window=16,
     repeats=2,
     prompt=4,
     new_tokens=(8, 16),
     step_lengths=(4, 16),
     generation_batches=(1, 2),
     generation_repeats=3,  # a median, not one call that a busy moment can slow
+    step_repeats=3,
 )
 """``--quick``: short lengths and few repeats, to check that the command works."""
 
@@ -140,13 +186,38 @@ def significant(value, digits=4):
 
 
 def plain_attention(query, key, value, is_causal=False):
-    """``softmax(Q K^T / sqrt(d)) V`` with the whole score matrix at once."""
+    """``softmax(Q K^T / sqrt(d)) V`` with the whole score matrix at once.
+
+    The queries are scaled before the product, as in ``tiled_attention``: scaling
+    the ``(..., T_q, T_k)`` scores after it would cost one more pass over them.
+    """
     T_q, T_k = query.size(-2), key.size(-2)
-    scores = query @ key.transpose(-2, -1) * query.size(-1) ** -0.5
+    scores = (query * query.size(-1) ** -0.5) @ key.transpose(-2, -1)
     if is_causal:
         allowed = causal_mask(T_q, T_k, device=scores.device)
         scores = scores.masked_fill(~allowed, float("-inf"))
     return torch.softmax(scores, dim=-1) @ value
+
+
+def banded_attention(query, key, value, window, block_size):
+    """Sliding-window attention that computes only the band of scores: for each
+    block of queries, ``sdpa`` on the keys its window reaches (query ``i`` sees keys
+    ``i - window + 1 .. i``), as Chapter 9's ``windowed_attention``."""
+    T = query.size(-2)
+    out = torch.empty_like(query)
+    for start in range(0, T, block_size):
+        end = min(start + block_size, T)
+        first = max(0, start - window + 1)  # the first key the block's first query sees
+        query_at = torch.arange(start, end, device=query.device)[:, None]
+        key_at = torch.arange(first, end, device=query.device)[None, :]
+        allowed = (key_at <= query_at) & (key_at > query_at - window)
+        out[..., start:end, :] = F.scaled_dot_product_attention(
+            query[..., start:end, :],
+            key[..., first:end, :],
+            value[..., first:end, :],
+            attn_mask=allowed,
+        )
+    return out
 
 
 def sdpa(query, key, value, is_causal=False):
@@ -177,8 +248,16 @@ def _synchronize(device):
         torch.cuda.synchronize()
 
 
-def median_ms(calls, device, settings):
-    """{key: median time in ms} of each zero-argument call in ``calls``.
+def _page_faults():
+    """Minor page faults of this process so far, or None where they are not counted."""
+    if resource is None:
+        return None
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def timed(calls, device, settings):
+    """``({key: median ms}, {key: median page faults})`` of each zero-argument call
+    in ``calls`` (faults None on a GPU, or where they are not counted).
 
     The calls take turns, one call each per round, so that a busy moment of the
     machine slows every method alike.
@@ -187,14 +266,32 @@ def median_ms(calls, device, settings):
         for _ in range(settings.warmup):
             call()
     times = {name: [] for name in calls}
+    faults = {name: [] for name in calls}
     for _ in range(settings.repeats):
         for name, call in calls.items():
             _synchronize(device)
+            faults_before = _page_faults()
             start = time.perf_counter()
             call()
             _synchronize(device)
             times[name].append((time.perf_counter() - start) * 1000)
-    return {name: statistics.median(values) for name, values in times.items()}
+            if faults_before is not None:
+                faults[name].append(_page_faults() - faults_before)
+    return (
+        {name: statistics.median(values) for name, values in times.items()},
+        {
+            name: None
+            if device != "cpu" or not values
+            else int(statistics.median(values))
+            for name, values in faults.items()
+        },
+    )
+
+
+def median_ms(calls, device, settings):
+    """{key: median time in ms} of each zero-argument call in ``calls``, taking
+    turns (see :func:`timed`)."""
+    return timed(calls, device, settings)[0]
 
 
 _LIBC = ctypes.CDLL(None) if sys.platform.startswith("linux") else None
@@ -238,11 +335,14 @@ def cuda_peak_mib(call):
     return (torch.cuda.max_memory_allocated() - before) / MIB
 
 
-def measure(methods, T, is_causal, device, settings, memory):
-    """One row per method: its median time and peak memory on random inputs.
+def measure(methods, T, device, settings, memory):
+    """One row per method: its median time, page faults and peak memory on random
+    inputs, all methods taking turns in each round.
 
-    ``methods`` holds ``(name, block size or None, function)`` triples; ``memory``
-    is :func:`cpu_peak_mib`, :func:`cuda_peak_mib` or None (not measured).
+    ``methods`` holds ``(name, block size or None, mask, function of query, key
+    and value)``, where ``mask`` names the mask the function applies
+    (``"causal"``, ``"none"`` or ``"window"``); ``memory`` is :func:`cpu_peak_mib`,
+    :func:`cuda_peak_mib` or None (not measured).
     """
     gen = torch.Generator(device=device).manual_seed(T)
     shape = (settings.batch, settings.heads, T, settings.head_width)
@@ -251,11 +351,11 @@ def measure(methods, T, is_causal, device, settings, memory):
         torch.randn(shape, generator=gen, device=device, dtype=dtype) for _ in range(3)
     )
     calls = {
-        (name, block): (lambda f=f: f(query, key, value, is_causal=is_causal))
-        for name, block, f in methods
+        (name, block, mask): (lambda f=f: f(query, key, value))
+        for name, block, mask, f in methods
     }
     with torch.inference_mode():
-        times = median_ms(calls, device, settings)
+        times, faults = timed(calls, device, settings)
         peaks = {
             method: None if memory is None else memory(call)
             for method, call in calls.items()
@@ -264,40 +364,152 @@ def measure(methods, T, is_causal, device, settings, memory):
         {
             "device": device,
             "T": T,
-            "mask": "causal" if is_causal else "none",
+            "mask": mask,
             "method": name,
             "block_size": block,
-            "time_ms": significant(times[name, block]),
+            "time_ms": significant(times[name, block, mask]),
+            "faults": faults[name, block, mask],
             "peak_mib": None
-            if peaks[name, block] is None
-            else round(peaks[name, block], 2),
+            if peaks[name, block, mask] is None
+            else round(peaks[name, block, mask], 2),
         }
-        for name, block in calls
+        for name, block, mask in calls
     ]
 
 
 # --- sections: each returns rows ------------------------------------------------
 
 
-def attention_rows(device, settings, memory):
+def _with_mask(methods, is_causal):
+    """The methods, each called with ``is_causal``, and the name of their mask."""
+    mask = "causal" if is_causal else "none"
+    return [
+        (name, block, mask, partial(f, is_causal=is_causal))
+        for name, block, f in methods
+    ]
+
+
+def attention_rows(device, settings, memory, masks=(True, False)):
     """plain, tiled (default block size) and sdpa at every length, with and without
-    the causal mask."""
+    the causal mask (``masks``: the values of ``is_causal``), the two masks taking
+    turns in the same rounds."""
     methods = [PLAIN, tiled(DEFAULT_BLOCK), SDPA]
+    both = [method for is_causal in masks for method in _with_mask(methods, is_causal)]
     rows = []
     for T in settings.lengths:
-        for is_causal in (True, False):
-            rows += measure(methods, T, is_causal, device, settings, memory)
+        rows += measure(both, T, device, settings, memory)
     return rows
 
 
 def block_size_rows(device, settings, memory):
     """tiled_attention at one length with a causal mask, for several block sizes."""
     methods = [PLAIN, SDPA] + [tiled(size) for size in settings.block_sizes]
-    return measure(methods, settings.block_length, True, device, settings, memory)
+    methods = _with_mask(methods, True)
+    return measure(methods, settings.block_length, device, settings, memory)
 
 
-SECTIONS = {"attention": attention_rows, "block size": block_size_rows}
+def window_rows(device, settings, memory):
+    """A sliding window at one length: sdpa and tiled_attention given it as a mask,
+    and the banded loop, all with the default block size."""
+    T, window = settings.window_length, settings.window
+    allowed = sliding_window_mask(T, window, device=device)
+    methods = [
+        (
+            "sdpa",
+            None,
+            "window",
+            partial(F.scaled_dot_product_attention, attn_mask=allowed),
+        ),
+        (
+            "tiled",
+            DEFAULT_BLOCK,
+            "window",
+            partial(tiled_attention, attn_mask=allowed, block_size=DEFAULT_BLOCK),
+        ),
+        (
+            "banded",
+            DEFAULT_BLOCK,
+            "window",
+            partial(banded_attention, window=window, block_size=DEFAULT_BLOCK),
+        ),
+    ]
+    return measure(methods, T, device, settings, memory)
+
+
+REUSE_MEMORY = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": "100000000000"}
+"""glibc's settings, read when a process starts, that keep freed memory for the next
+allocation: no block of its own from the kernel (``mmap``) however large, and no
+memory handed back from the top of the heap below 10^11 bytes. (The threshold must
+be written out in digits: glibc does not read ``1e11`` as 10^11, and goes on handing
+memory back.)"""
+
+_CHILD_OPTION = "--attention-rows-for-parent"
+
+
+def reused_memory_rows(device, settings, memory):
+    """The attention section again, in a second Python process started with
+    :data:`REUSE_MEMORY` and torch's thread count of this one. On the CPU with
+    glibc only; elsewhere no rows."""
+    if device != "cpu" or memory is None:
+        return []
+    child = subprocess.run(
+        [sys.executable, "-m", "tools.bench", _CHILD_OPTION],
+        input=json.dumps({**asdict(settings), "threads": torch.get_num_threads()}),
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env={**os.environ, **REUSE_MEMORY},
+    )
+    return json.loads(child.stdout)
+
+
+def _attention_rows_for_parent():
+    """The child of :func:`reused_memory_rows`: settings in on stdin, rows out."""
+    given = json.loads(sys.stdin.read())
+    torch.set_num_threads(given.pop("threads"))
+    fields = {k: tuple(v) if isinstance(v, list) else v for k, v in given.items()}
+    rows = attention_rows("cpu", Settings(**fields), cpu_peak_mib)
+    print(json.dumps(rows))
+    return 0
+
+
+SECTIONS = {
+    "attention": attention_rows,
+    "block size": block_size_rows,
+    "window": window_rows,
+    "attention, memory reused": reused_memory_rows,
+}
 """Each section's name and the function that measures its rows, in order."""
+
+
+def exp_rows(device, settings):
+    """``torch.exp`` and ``torch.exp2`` on one tile of scores of the default block
+    size, once for each tile of a ``block_length`` sequence without a mask; each
+    writes into a tensor kept for it. Rows: the time and the ns per number."""
+    gen = torch.Generator(device=device).manual_seed(0)
+    shape = (settings.batch, settings.heads, DEFAULT_BLOCK, DEFAULT_BLOCK)
+    tile = torch.randn(shape, generator=gen, device=device)
+    out = torch.empty_like(tile)
+    tiles = math.ceil(settings.block_length / DEFAULT_BLOCK) ** 2
+
+    def call(function):
+        for _ in range(tiles):
+            function(tile, out=out)
+
+    calls = {name: partial(call, getattr(torch, name)) for name in ("exp", "exp2")}
+    times = median_ms(calls, device, settings)
+    numbers = tiles * tile.numel()
+    return [
+        {
+            "device": device,
+            "function": name,
+            "numbers": numbers,
+            "time_ms": significant(ms),
+            "ns_per_number": significant(ms * 1e6 / numbers),
+        }
+        for name, ms in times.items()
+    ]
 
 
 # --- generation with and without a KV cache ----------------------------------------
@@ -330,6 +542,7 @@ def generation_rows(device, settings):
     gen = torch.Generator(device="cpu").manual_seed(1)
     V = GENERATION_MODEL["vocab_size"]
     timing = _generation_settings(settings)
+    step_timing = Settings(warmup=2, repeats=settings.step_repeats)
     rows = []
     with torch.inference_mode():
         for batch in settings.generation_batches:
@@ -345,7 +558,7 @@ def generation_rows(device, settings):
                     return logits
 
                 calls = {"uncached": lambda idx=idx: model(idx), "cached": cached_step}
-                times = median_ms(calls, device, timing)
+                times = median_ms(calls, device, step_timing)
                 rows += _generation_pair(device, "step", batch, tokens, times, 1)
             shape = (batch, settings.prompt)
             prompt = torch.randint(0, V, shape, generator=gen).to(device)
@@ -394,7 +607,8 @@ def _generation_pair(device, kind, batch, tokens, times, per_token):
 
 def add_ratios(rows):
     """Add ``time_vs_sdpa`` and ``peak_vs_plain``: each row against the ``sdpa``
-    and ``plain`` rows of the same section, device, length and mask."""
+    and ``plain`` rows of the same section, device, length and mask (None where
+    the section has no such row)."""
 
     def group(row):
         return (row["section"], row["device"], row["T"], row["mask"])
@@ -402,7 +616,7 @@ def add_ratios(rows):
     reference = {(group(row), row["method"]): row for row in rows}
     for row in rows:
         sdpa_row = reference[group(row), "sdpa"]
-        plain_row = reference[group(row), "plain"]
+        plain_row = reference.get((group(row), "plain"), {"peak_mib": None})
         row["time_vs_sdpa"] = round(row["time_ms"] / sdpa_row["time_ms"], 4)
         peaks = (row["peak_mib"], plain_row["peak_mib"])
         row["peak_vs_plain"] = None if None in peaks else round(peaks[0] / peaks[1], 4)
@@ -453,12 +667,15 @@ def run(settings):
     generation = [
         row for device in devices for row in generation_rows(device, settings)
     ]
+    exp = [row for device in devices for row in exp_rows(device, settings)]
     return {
         **provenance(),
         "settings": {**asdict(settings), "default_block_size": DEFAULT_BLOCK},
         "memory_note": problem or "CPU: growth of the RSS high-water mark (VmHWM)",
+        "reused_memory_env": REUSE_MEMORY,
         "rows": add_ratios(rows),
         "generation": generation,
+        "exp": exp,
     }
 
 
@@ -471,7 +688,7 @@ def table(results):
     lines = []
     header = (
         f"{'device':6} {'T':>5} {'mask':6} {'method':6} {'block':>5} "
-        f"{'time ms':>9} {'x sdpa':>7} {'peak MiB':>9} {'x plain':>8}"
+        f"{'time ms':>9} {'x sdpa':>7} {'peak MiB':>9} {'x plain':>8} {'faults':>7}"
     )
     for section in dict.fromkeys(row["section"] for row in results["rows"]):
         lines += ["", f"{section}:", header]
@@ -483,7 +700,7 @@ def table(results):
                 f"{row['device']:6} {row['T']:>5} {row['mask']:6} {row['method']:6} "
                 f"{block:>5} {row['time_ms']:>9.1f} {row['time_vs_sdpa']:>7.2f} "
                 f"{_number(row['peak_mib'], 1):>9} "
-                f"{_number(row['peak_vs_plain'], 3):>8}"
+                f"{_number(row['peak_vs_plain'], 3):>8} {_number(row['faults'], 0):>7}"
             )
     lines += [
         "",
@@ -496,6 +713,12 @@ def table(results):
             f"{row['device']:6} {row['kind']:8} {row['batch']:>5} {row['tokens']:>6} "
             f"{row['method']:8} {row['time_ms']:>9.1f} {row['ms_per_token']:>8.2f} "
             f"{row['speedup']:>8.2f}"
+        )
+    lines += ["", "exp and exp2 on tiles of scores:"]
+    for row in results["exp"]:
+        lines.append(
+            f"{row['device']:6} {row['function']:5} {row['numbers']:>11,} numbers "
+            f"{row['time_ms']:>9.1f} ms {row['ns_per_number']:>7.3f} ns/number"
         )
     return "\n".join(lines)
 
@@ -536,6 +759,8 @@ def report(results, out, lines):
 
 
 def main(argv: list[str] | None = None) -> int:
+    if (sys.argv[1:] if argv is None else argv) == [_CHILD_OPTION]:
+        return _attention_rows_for_parent()
     args = arguments(
         argv,
         __doc__,
