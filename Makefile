@@ -131,6 +131,7 @@ bench-history: $(STAMP)
 	$(BIN)/python -m tools.bench_history
 	$(BIN)/python -m tools.bench_history --part scores
 	$(BIN)/python -m tools.reproducible run -- $(BIN)/python -m tools.bench_history --part lengths
+	$(BIN)/python -m tools.reproducible run -- $(BIN)/python -m tools.bench_history --part norms
 
 student: $(STAMP)
 	$(BIN)/python -m tools.notebooks student _build/student

@@ -42,7 +42,8 @@ from ._validate import (
     require_tensor,
 )
 from .block import TransformerBlock
-from .corpus import random_windows
+from .corpus import CharTokenizer, python_docs_text, random_windows, train_val_split
+from .efficient import load_measured
 from .kv_cache import KVCache
 from .positions import sinusoidal_positions
 from .training import evaluating, lr_at
@@ -53,6 +54,8 @@ __all__ = [
     "TrainLog",
     "estimate_loss",
     "generate",
+    "norm_run",
+    "stored_norm_runs",
     "train",
     "weight_decay_groups",
 ]
@@ -647,3 +650,55 @@ def weight_decay_groups(model, weight_decay):
             }
         )
     return groups
+
+
+def norm_run(norm_first, *, seed=0, steps=150, eval_every=50):
+    """Chapter 8's pre-norm against post-norm experiment, for one model and seed.
+
+    A GPT of 8 blocks (``d_model=64``, 4 heads, windows of 32 characters) is
+    trained by :func:`train` on the first 90 % of :func:`~attn_course.corpus.
+    python_docs_text`, 16 windows a step, at a constant learning rate of 3e-3 with
+    no warm-up; ``torch.manual_seed(seed)`` sets its starting weights and ``seed``
+    its training windows. Returns the loss on 64 fixed windows of the last 10 %
+    after every ``eval_every`` steps. Introduced in Chapter 8.
+    """
+    text = python_docs_text()
+    tokenizer = CharTokenizer(text)
+    train_ids, val_ids = train_val_split(tokenizer.encode(text), val_fraction=0.1)
+    val = [random_windows(val_ids, 64, 32, generator=torch.Generator().manual_seed(1))]
+    torch.manual_seed(seed)
+    config = GPTConfig(
+        tokenizer.vocab_size,
+        32,
+        d_model=64,
+        num_heads=4,
+        num_layers=8,
+        norm_first=norm_first,
+    )
+    model = GPT(config)
+    history = train(
+        model,
+        train_ids,
+        val,
+        steps=steps,
+        batch_size=16,
+        max_lr=3e-3,
+        warmup_steps=0,
+        min_lr=3e-3,
+        eval_every=eval_every,
+        seed=seed,
+    )
+    return [row.val_loss for row in history]
+
+
+def stored_norm_runs(device="cpu"):
+    """The runs of :func:`norm_run` stored with the package, for several seeds
+    and both arrangements, longer than Chapter 8 trains live.
+
+    The dict holds ``date``, ``machine``, ``torch``, ``settings`` (``seeds``,
+    ``steps``, ``eval_every``) and ``rows``, each with ``norm`` (``"pre-norm"`` or
+    ``"post-norm"``), ``seed`` and ``val_loss``. Introduced in Chapter 8.
+    """
+    return load_measured(
+        "norms", device, "pre-norm and post-norm runs", "make bench-history"
+    )

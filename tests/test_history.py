@@ -1,6 +1,7 @@
 """Chapter 10's history: the timeline table and its drawing, the step-time
 benchmark (``make bench-history``), the experiment on sentence length, the timing
-of two scorings, and the files of them stored with the package."""
+of two scorings, Chapter 8's pre-norm and post-norm runs, and the files of them
+stored with the package."""
 
 import contextlib
 import io
@@ -12,6 +13,8 @@ import pytest
 import torch
 
 from attn_course import diagrams, seq2seq, translation
+from attn_course.corpus import CharTokenizer, python_docs_text, train_val_split
+from attn_course.gpt import norm_run, stored_norm_runs
 from attn_course.history import (
     KINDS,
     LENGTH_WIDTHS,
@@ -236,10 +239,10 @@ def test_a_length_run_is_seeded_and_scores_what_it_says():
 
 @pytest.fixture(scope="module")
 def quick_parts(tmp_path_factory):
-    """``--part scores`` and ``--part lengths`` with ``--quick``: {part: (printed,
-    contents)}."""
+    """``--part scores``, ``lengths`` and ``norms`` with ``--quick``: {part:
+    (printed, contents)}."""
     found = {}
-    for part in ("scores", "lengths"):
+    for part in ("scores", "lengths", "norms"):
         out = tmp_path_factory.mktemp(part) / f"{part}.json"
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
@@ -277,11 +280,31 @@ def test_a_quick_lengths_run_trains_every_model_and_the_long_runs(quick_parts):
     assert printed.count(" epochs: train ") == len(runs)
 
 
-def test_the_lengths_part_refuses_to_store_outside_the_pinned_environment(
-    monkeypatch, capsys
+def test_a_quick_norms_run_trains_both_arrangements_from_every_seed(quick_parts):
+    printed, results = quick_parts["norms"]
+    settings = bench_history.QUICK_NORMS
+    runs = [(row["norm"], row["seed"]) for row in results["rows"]]
+    assert runs == [(n, s) for n in ("pre-norm", "post-norm") for s in settings.seeds]
+    for row in results["rows"]:
+        assert len(row["val_loss"]) == settings.steps // settings.eval_every
+    assert "post-norm, 1 seeds, loss after 4 steps:" in printed
+
+
+def test_a_norm_run_at_its_constant_rate_continues_its_shorter_run():
+    """What Chapter 8 says of its live run and the stored seed 0: the first losses
+    of a longer run are those of the shorter one."""
+    short = norm_run(False, seed=3, steps=2, eval_every=1)
+    longer = norm_run(False, seed=3, steps=4, eval_every=1)
+    assert longer[:2] == short and len(longer) == 4
+    assert norm_run(True, seed=3, steps=2, eval_every=1) != short
+
+
+@pytest.mark.parametrize("part", ["lengths", "norms"])
+def test_the_training_parts_refuse_to_store_outside_the_pinned_environment(
+    monkeypatch, capsys, part
 ):
     monkeypatch.delenv("MKL_CBWR", raising=False)
-    assert bench_history.main(["--part", "lengths"]) == 2
+    assert bench_history.main(["--part", part]) == 2
     assert "tools.reproducible run" in capsys.readouterr().out
 
 
@@ -325,3 +348,40 @@ def test_the_stored_scoring_times_show_additive_scores_slower():
     times = {row["method"]: row["time_ms"] for row in results["rows"]}
     assert times["additive"] > 2 * times["dot"]
     assert results["machine"]["torch_threads"] == 1
+
+
+def test_the_stored_norm_runs_are_a_full_run_and_show_what_chapter_8_says():
+    """Every pre-norm seed passes Chapter 8's bigram model, between steps 550 and
+    800, and ends below it; three of the four post-norm seeds end near the unigram
+    model's loss; the fourth ends below every pre-norm run."""
+    results = stored_norm_runs()
+    settings = bench_history.NormSettings()
+    assert results["settings"] == json.loads(json.dumps(asdict(settings)))
+    runs = [(row["norm"], row["seed"]) for row in results["rows"]]
+    assert runs == [(n, s) for n in ("pre-norm", "post-norm") for s in settings.seeds]
+    text = python_docs_text()
+    tokenizer = CharTokenizer(text)
+    train_ids, val_ids = train_val_split(tokenizer.encode(text), val_fraction=0.1)
+    V = tokenizer.vocab_size
+    counts = torch.ones(V, V).index_put_(
+        (train_ids[:-1], train_ids[1:]),
+        torch.ones(len(train_ids) - 1),
+        accumulate=True,
+    )
+    bigram = (counts / counts.sum(1, keepdim=True))[val_ids[:-1], val_ids[1:]]
+    bigram_loss = -bigram.log().mean().item()
+    unigram = torch.bincount(train_ids, minlength=V).float() / len(train_ids)
+    unigram_loss = -unigram[val_ids].log().mean().item()
+    every = settings.eval_every
+    pre = [row["val_loss"] for row in results["rows"] if row["norm"] == "pre-norm"]
+    post = [row["val_loss"] for row in results["rows"] if row["norm"] == "post-norm"]
+    for losses in pre + post:
+        assert len(losses) == settings.steps // every
+    passed = [
+        every * next(n + 1 for n, v in enumerate(ls) if v < bigram_loss) for ls in pre
+    ]
+    assert min(passed) == 550 and max(passed) == 800
+    assert all(losses[-1] < bigram_loss for losses in pre)
+    stalled = [ls for ls in post if abs(ls[-1] - unigram_loss) < 0.1]
+    escaped = [ls for ls in post if ls[-1] < min(p[-1] for p in pre)]
+    assert len(stalled) == 3 and len(escaped) == 1

@@ -1,4 +1,5 @@
-"""Chapter 10's stored measurements: step times, scoring times, the length runs.
+"""The stored measurements of Chapters 8 and 10: step times, scoring times, the
+length runs, the pre-norm and post-norm runs.
 
 ``make bench-history`` runs ``python -m tools.bench_history``, whose default part,
 ``--part steps``, times one training step of a recurrent layer and of an attention
@@ -40,6 +41,12 @@ the command runs in the course's pinned numeric environment, as it should:
 (the training times it stores do). It writes ``history-lengths-cpu.json``, which
 ``attn_course.history.stored_length_runs()`` reads.
 
+``--part norms`` trains Chapter 8's pre-norm and post-norm GPTs
+(``attn_course.gpt.norm_run``) for each seed, longer than the chapter does live,
+in the pinned numeric environment too, so that seed 0 starts as the chapter's live
+run does. It writes ``norms-cpu.json``, which ``attn_course.gpt.stored_norm_runs()``
+reads.
+
 ``--quick`` runs a part on small sizes, to check that the command works, and
 writes to ``_build/bench/`` unless ``--out`` is given.
 """
@@ -47,15 +54,17 @@ writes to ``_build/bench/`` unless ``--out`` is given.
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import statistics
 import sys
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 
 import torch
 from torch import nn
 
-from attn_course import AdditiveAttention, MultiHeadAttention, history, translation
+from attn_course import AdditiveAttention, MultiHeadAttention, gpt, history, translation
 from tools import bench
 from tools.bench import median_ms
 from tools.reproducible import PINNED
@@ -326,9 +335,55 @@ def lengths_part(quick):
     return results, [length_table(results)]
 
 
+@dataclass(frozen=True)
+class NormSettings:
+    """What ``--part norms`` trains; stored in the file next to the results."""
+
+    seeds: tuple[int, ...] = (0, 1, 2, 3)
+    steps: int = 1200
+    eval_every: int = 50
+
+
+QUICK_NORMS = NormSettings(seeds=(0,), steps=4, eval_every=2)
+
+
+def norm_row(norm, seed, settings):
+    """One run of ``--part norms``, as a row of its results."""
+    losses = gpt.norm_run(
+        norm == "pre-norm",
+        seed=seed,
+        steps=settings.steps,
+        eval_every=settings.eval_every,
+    )
+    print(f"{norm:>9} seed {seed}: {losses[-1]:.3f}", flush=True)
+    return {"norm": norm, "seed": seed, "val_loss": losses}
+
+
+def norms_part(quick):
+    """``--part norms``: the results, and the lines that print them. The runs
+    share out over two processes of one thread each."""
+    settings = QUICK_NORMS if quick else NormSettings()
+    runs = [(n, s, settings) for n in ("pre-norm", "post-norm") for s in settings.seeds]
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=2, mp_context=spawn) as pool:
+        rows = list(pool.map(norm_row, *zip(*runs, strict=True)))
+    lines = [
+        f"{norm:>9}, {len(settings.seeds)} seeds, loss after {settings.steps} steps: "
+        + " ".join(f"{row['val_loss'][-1]:.3f}" for row in rows if row["norm"] == norm)
+        for norm in ("pre-norm", "post-norm")
+    ]
+    results = {
+        **bench.provenance(),
+        "settings": asdict(settings),
+        "measures": "validation loss every eval_every steps",
+        "rows": rows,
+    }
+    return results, lines
+
+
 # --- the command ------------------------------------------------------------------
 
-PARTS = ("steps", "scores", "lengths")
+PARTS = ("steps", "scores", "lengths", "norms")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -352,16 +407,17 @@ def main(argv: list[str] | None = None) -> int:
         bench.report(results, out, [widths, table(results)])
         return 0
     unpinned = sorted(k for k, v in PINNED.items() if os.environ.get(k) != v)
-    if chosen.part == "lengths" and unpinned and not args.quick:
+    if chosen.part in ("lengths", "norms") and unpinned and not args.quick:
         print(
             f"not in the pinned numeric environment ({', '.join(unpinned)} not set): "
             "run python -m tools.reproducible run -- python -m tools.bench_history "
-            "--part lengths, so that seed 0 gives what Chapter 10 trains live"
+            f"--part {chosen.part}, so that seed 0 gives what its chapter trains live"
         )
         return 2
-    part = scores_part if chosen.part == "scores" else lengths_part
-    results, lines = part(args.quick)
-    out = args.out or bench.default_out(args.quick, False, f"history-{chosen.part}")
+    part = {"scores": scores_part, "lengths": lengths_part, "norms": norms_part}
+    results, lines = part[chosen.part](args.quick)
+    stem = "norms" if chosen.part == "norms" else f"history-{chosen.part}"
+    out = args.out or bench.default_out(args.quick, False, stem)
     bench.report(results, out, lines)
     return 0
 
