@@ -18,19 +18,15 @@ import math
 
 import torch
 
-from ..efficient import sliding_window_mask
 from ..gpt import GPTConfig
 from ..kv_cache import kv_cache_numbers
 from ._common import (
     INVERTED,
     as_count,
     expect_close,
-    expect_mask,
     expect_pair,
     expect_shape,
     expect_tensor,
-    first_difference,
-    fmt_index,
     fmt_shape,
     fmt_values,
 )
@@ -47,6 +43,8 @@ from ._kit import (
     run_cases,
     seeded,
 )
+from .table import Exercise
+from .table import Slip as CodeSlip
 
 __all__ = ["check_dilated_mask_fn", "check_largest_batch_fn", "check_online_step_fn"]
 
@@ -1022,230 +1020,125 @@ def check_largest_batch_fn(largest_batch):
 
 # --- a dilated sliding window --------------------------------------------------------
 
-# (T, window, dilation): the first tells the slips apart; then dilations of 3 and
-# of 1 (the sliding window), a window that reaches past the start, a window of 1,
-# a single token, and a window longer than the sequence with dilation 1 (the
-# causal mask).
-_DILATED_CASES = (
-    (10, 3, 2),
-    (9, 2, 3),
-    (8, 3, 1),
-    (6, 4, 2),
-    (5, 1, 3),
-    (1, 2, 2),
-    (5, 7, 1),
+# --- a dilated sliding window --------------------------------------------------------
+
+_BACK = (
+    "    i = torch.arange(T)[:, None]  # (T, 1): queries\n"
+    "    j = torch.arange(T)[None, :]  # (1, T): keys\n"
+    "    back = i - j\n"
 )
+_RIGHT = "(back >= 0) & (back % dilation == 0) & (back < window * dilation)"
 
 
-def _dilated(T, window, dilation):
-    """The right dilated window: query i sees keys i, i - dilation, ...,
-    i - (window - 1) * dilation that exist.
-
-    Shapes
-    ------
-    Letters: see attn_course.shapes.
-    output : (T, T)
-    """
-    back = torch.arange(T)[:, None] - torch.arange(T)[None, :]  # (T, T): i - j
-    return (back >= 0) & (back % dilation == 0) & (back < window * dilation)
+def _dilated_case(T, window, dilation):
+    note = ""
+    if dilation == 1:
+        note = " (dilation 1: the sliding window)"
+    elif window == 1:
+        note = " (each query sees itself only)"
+    return f"T = {T}, window = {window}, dilation = {dilation}{note}"
 
 
-def _dilated_cases():
-    cases = []
-    for T, window, dilation in _DILATED_CASES:
-        note = ""
-        if dilation == 1:
-            note = " (dilation 1: the sliding window)"
-        elif window == 1:
-            note = " (each query sees itself only)"
-        text = f"T = {T}, window = {window}, dilation = {dilation}{note}"
-        cases.append(Case(text, (T, window, dilation)))
-    return cases
-
-
-def _dilated_slips(T, window, dilation, expected):
-    """Known wrong masks for ``(T, window, dilation)``, True = may attend.
-
-    Shapes
-    ------
-    Letters: see attn_course.shapes.
-    expected : (T, T)
-    """
-    i = torch.arange(T)[:, None]  # (T, 1): the query
-    j = torch.arange(T)[None, :]  # (1, T): the key
-    back = i - j  # (T, T)
-    span = window * dilation
-    oldest = (window - 1) * dilation
-    rule = (
-        f"query i sees the {window} keys i, i - {dilation}, ..., i - {oldest} "
-        "(i - (window - 1) * dilation) that are >= 0"
-    )
-    return [
-        # A single token has one wrong mask, [[False]]: it is no sign of a convention.
-        Slip(~expected if T > 1 else None, INVERTED),
-        Slip(
-            (back % dilation == 0) & (back.abs() < span),
+DILATED = Exercise(
+    label="ch09-ex-dilated",
+    check="check_dilated_mask_fn",
+    function="dilated_window_mask(T, window, dilation)",
+    output="mask",
+    right=f"{_BACK}    return {_RIGHT}\n",
+    # The first case tells the slips apart; then dilations of 3 and of 1 (the
+    # sliding window), a window that reaches past the start, a window of 1, a
+    # single token, and a window longer than the sequence with dilation 1.
+    cases=(
+        (10, 3, 2),
+        (9, 2, 3),
+        (8, 3, 1),
+        (6, 4, 2),
+        (5, 1, 3),
+        (1, 2, 2),
+        (5, 7, 1),
+    ),
+    describe=_dilated_case,
+    facts=lambda T, window, dilation: {
+        "oldest": (window - 1) * dilation,
+        "span": window * dilation,
+        "fewer": window - 1,
+        "more": window + 1,
+    },
+    rule="query i sees the {window} keys i, i - {dilation}, ..., i - {oldest} "
+    "(i - (window - 1) * dilation) that are >= 0",
+    slips=(
+        CodeSlip("inverted", f"{_BACK}    return ~({_RIGHT})\n", INVERTED),
+        CodeSlip(
+            "into-the-future",
+            f"{_BACK}    return (back % dilation == 0) & "
+            "(back.abs() < window * dilation)\n",
             "the window reaches into the future: query i sees keys after it. Keep "
-            f"j <= i; {rule}",
+            "j <= i",
         ),
-        Slip(
-            (back % dilation == 0) & (back < span),
-            "the window reaches into the future: nothing keeps i - j >= 0, and a "
-            f"key after the query passes whenever i - j is a negative multiple of "
-            f"{dilation} (-{dilation} % {dilation} == 0 in PyTorch as in Python). "
-            f"Keep j <= i; {rule}",
+        CodeSlip(
+            "no-lower-bound",
+            f"{_BACK}    return (back % dilation == 0) & (back < window * dilation)\n",
+            "the window reaches into the future: nothing keeps i - j >= 0, and a key "
+            "after the query passes whenever i - j is a negative multiple of "
+            "{dilation} (-{dilation} % {dilation} == 0 in PyTorch as in Python). Keep "
+            "j <= i",
         ),
-        Slip(
-            (back >= 0) & (back % dilation == 0) & (back < window),
-            f"the window ends {window - 1} positions back, so it holds fewer than "
-            f"{window} keys: window counts keys, not positions, and the oldest key "
-            f"lies (window - 1) * dilation = {oldest} positions back; {rule}",
+        CodeSlip(
+            "positions-not-keys",
+            f"{_BACK}    return (back >= 0) & (back % dilation == 0) & "
+            "(back < window)\n",
+            "the window ends {fewer} positions back, so it holds fewer than {window} "
+            "keys: window counts keys, not positions, and the oldest key lies "
+            "(window - 1) * dilation = {oldest} positions back",
         ),
-        Slip(
-            (back >= 0) & (back % dilation == 0) & (back <= span),
-            f"each query sees window + 1 = {window + 1} keys, one too many (back "
-            f"to i - window * dilation = i - {span}); {rule}",
+        CodeSlip(
+            "one-key-too-many",
+            f"{_BACK}    return (back >= 0) & (back % dilation == 0) & "
+            "(back <= window * dilation)\n",
+            "each query sees window + 1 = {more} keys, one too many (back to "
+            "i - window * dilation = i - {span})",
         ),
-        Slip(
-            (back >= 0) & (j % dilation == 0) & (back < span),
+        CodeSlip(
+            "multiples-of-dilation",
+            f"{_BACK}    return (back >= 0) & (j % dilation == 0) & "
+            "(back < window * dilation)\n",
             "your keys are the positions j that are multiples of the dilation "
             "(j % dilation == 0), the same for every query, as in the strided "
             "pattern; in a dilated window they are counted back from each query, "
-            f"(i - j) % dilation == 0; {rule}",
+            "(i - j) % dilation == 0",
         ),
-        Slip(
-            (back >= 0) & (back < span),
-            f"there are no gaps: every key of the last {span} positions is seen. "
-            f"The keys must be {dilation} apart, (i - j) % dilation == 0; {rule}",
+        CodeSlip(
+            "no-gaps",
+            f"{_BACK}    return (back >= 0) & (back < window * dilation)\n",
+            "there are no gaps: every key of the last {span} positions is seen. The "
+            "keys must be {dilation} apart, (i - j) % dilation == 0",
         ),
-        Slip(
-            sliding_window_mask(T, window) if dilation > 1 else None,
-            f"this is the sliding window of {window} without the dilation: the "
-            f"keys must be {dilation} apart; {rule}",
+        CodeSlip(
+            "sliding-window",
+            "    from attn_course import sliding_window_mask\n\n"
+            "    return sliding_window_mask(T, window)\n",
+            "this is the sliding window of {window} without the dilation: the keys "
+            "must be {dilation} apart",
         ),
-        Slip(
-            expected.T,
-            f"this is the mask transposed: row i is query i and column j is key j; "
-            f"{rule}",
+        CodeSlip(
+            "transposed",
+            f"{_BACK}    return ({_RIGHT}).T\n",
+            "this is the mask transposed: row i is query i and column j is key j",
         ),
-    ]
-
-
-@exercise_check("dilated_window_mask")
-def check_dilated_mask_fn(dilated_window_mask):
-    """Check a function that builds a dilated sliding-window mask.
-
-    Introduced in Chapter 9. ``dilated_window_mask(T, window, dilation)`` must
-    return a bool ``(T, T)`` mask, ``True`` where query ``i`` may attend to key
-    ``j``: the ``window`` keys ``i, i - dilation, ..., i - (window - 1) *
-    dilation`` that are ``>= 0``, nothing after the query. With ``dilation = 1``
-    it is :func:`attn_course.sliding_window_mask`. It is tried on 7 triples
-    ``(T, window, dilation)``: dilations of 1, 2 and 3, a window of 1, a window
-    that reaches past the first token, a window longer than the sequence, and a
-    single token.
-
-    Parameters
-    ----------
-    dilated_window_mask : callable
-        Your function: takes ints ``T``, ``window`` and ``dilation``, returns the
-        mask.
-
-    Returns
-    -------
-    None
-        Prints one line starting with ✅ when every case passes.
-
-    Raises
-    ------
-    AssertionError
-        If the function raises, returns something that is not a tensor, has the
-        wrong shape or dtype (a float mask of 0 and -inf is named), or wrong
-        entries; the usual slips are named: a window that reaches into the
-        future (with ``abs`` or with no ``i - j >= 0`` at all), a window of
-        ``window`` positions instead of ``window`` keys, one key too many, keys at
-        multiples of the dilation instead of counted back from the query, no
-        gaps, the sliding window without the dilation, the
-        inverted convention (True = blocked) and the mask transposed.
-    TypeError
-        If ``dilated_window_mask`` is not a function, e.g. a mask it returned.
-
-    Shapes
-    ------
-    Letters: see attn_course.shapes.
-    mask : (T, T)
-
-    Examples
-    --------
-    >>> def dilated_window_mask(T, window, dilation):
-    ...     back = torch.arange(T)[:, None] - torch.arange(T)[None, :]
-    ...     return (back >= 0) & (back % dilation == 0) & (back < window * dilation)
-    >>> check_dilated_mask_fn(dilated_window_mask)  # doctest: +NORMALIZE_WHITESPACE
-    ✅ check_dilated_mask_fn: dilated_window_mask is right on 7 cases (T from 1 to
-    10, window from 1 to 7, dilation from 1 to 3): query i sees keys i, i -
-    dilation, ..., i - (window - 1) * dilation, and with dilation 1 it equals
-    sliding_window_mask.
-    """
-    check = "check_dilated_mask_fn"
-    cases = _dilated_cases()
-
-    def verify(case, mask):
-        T, window, dilation = case.args
-        name = f"{check}: your mask for {case.description}"
-        expected = _dilated(T, window, dilation)  # (T, T)
-        mask = expect_tensor(mask, name)
-        expect_shape(mask, expected, name)
-        if mask.dtype != torch.bool:
-            additive = torch.zeros(T, T).masked_fill(~expected, _MINUS_INF)
-            slips = [
-                Slip(
-                    additive if mask.is_floating_point() else None,
-                    "this is an additive float mask (0 / -inf), which is added to "
-                    "the scores; this exercise asks for the bool mask: True = may "
-                    "attend",
-                ),
-                Slip(
-                    expected.to(mask.dtype),
-                    "the entries are right but are numbers (1 and 0): make it a "
-                    "bool mask with .bool(), or build it from comparisons such as "
-                    "j <= i, which give bools",
-                ),
-            ]
-            fix = first_slip(mask, slips, atol=0, rtol=0) or (
-                "build it from comparisons of the positions and combine them with "
-                "&, which gives a bool tensor"
-            )
-            raise AssertionError(f"{name}: dtype is {mask.dtype}, not bool; {fix}.")
-
-        def wrong_entry():
-            i, j = first_difference(mask, expected)
-            allowed = "may" if bool(expected[i, j]) else "may not"
-            return (
-                f"entry {fmt_index((i, j))} is {bool(mask[i, j])}, but query {i} "
-                f"{allowed} attend to key {j}: query i sees keys i, i - dilation, "
-                "..., i - (window - 1) * dilation that are >= 0"
-            )
-
-        expect_mask(
-            mask,
-            expected,
-            _dilated_slips(T, window, dilation, expected),
-            name,
-            otherwise=wrong_entry,
-            shown=mask.int(),
-        )
-
-    sizes = [T for T, _, _ in _DILATED_CASES]
-    windows = [w for _, w, _ in _DILATED_CASES]
-    dilations = [d for _, _, d in _DILATED_CASES]
-    run_cases(
-        check,
-        dilated_window_mask,
-        cases,
-        verify,
-        example="dilated_window_mask",
-        success=f"dilated_window_mask is right on {len(cases)} cases (T from "
-        f"{min(sizes)} to {max(sizes)}, window from {min(windows)} to "
-        f"{max(windows)}, dilation from {min(dilations)} to {max(dilations)}): "
-        "query i sees keys i, i - dilation, ..., i - (window - 1) * dilation, and "
-        "with dilation 1 it equals sliding_window_mask.",
-    )
+        CodeSlip(
+            "additive",
+            f"{_BACK}    allowed = {_RIGHT}\n"
+            '    return torch.zeros(T, T).masked_fill(~allowed, float("-inf"))\n',
+            "this is an additive float mask (0 / -inf), which is added to the "
+            "scores; this exercise asks for the bool mask: True = may attend",
+        ),
+        CodeSlip(
+            "numbers",
+            f"{_BACK}    return ({_RIGHT}).float()\n",
+            "the entries are right but are numbers (1 and 0): make it a bool mask "
+            "with .bool(), or build it from comparisons such as j <= i, which give "
+            "bools",
+        ),
+    ),
+)
+check_dilated_mask_fn = DILATED.make_check()

@@ -19,16 +19,13 @@ from attn_course import (
 from attn_course.checks._kit import first_slip
 from attn_course.checks.efficient import (
     _BATCH_CASES,
-    _DILATED_CASES,
+    DILATED,
     _batch_cases,
     _batch_slips,
     _cache_bytes,
     _cache_mistakes,
     _cache_slip_table,
     _configs,
-    _dilated,
-    _dilated_cases,
-    _dilated_slips,
     _explain_mistakes,
     _fold_rows,
     _online_cases,
@@ -988,7 +985,8 @@ def test_the_group_slip_alone_is_caught_on_the_tiny_gpt_without_a_name():
     assert "Count the bytes of one sequence's cache" in message
 
 
-# --- check_dilated_mask_fn -----------------------------------------------------------
+# --- check_dilated_mask_fn: the table's reference and its cases (its slips are
+# tested with every table's, in tests/test_tables.py) -------------------------------
 
 
 def loop_mask(T, window, dilation):
@@ -1003,8 +1001,7 @@ def loop_mask(T, window, dilation):
 
 
 def test_the_dilated_cases_cover_the_edges():
-    triples = [case.args for case in _dilated_cases()]
-    assert triples == list(_DILATED_CASES)
+    triples = DILATED.cases
     assert {d for _, _, d in triples} == {1, 2, 3}
     assert any(w == 1 for _, w, _ in triples)
     assert any(w > T for T, w, _ in triples)
@@ -1014,40 +1011,17 @@ def test_the_dilated_cases_cover_the_edges():
     assert w > 1 and d > 1 and w * d < T  # the first case shows every slip
 
 
-def test_the_reference_is_the_sliding_window_at_dilation_1():
-    for case in _dilated_cases():
-        T, w, d = case.args
-        if d == 1:
-            assert torch.equal(_dilated(T, w, d), sliding_window_mask(T, w))
-    for T, w in itertools.product(range(1, 9), range(1, 11)):
-        assert torch.equal(_dilated(T, w, 1), sliding_window_mask(T, w))
-
-
-def test_the_reference_is_the_rule_of_the_exercise():
-    for case in _dilated_cases():
-        T, w, d = case.args
-        expected = loop_mask(T, w, d)
-        assert torch.equal(_dilated(T, w, d), expected)
-        assert torch.equal(dilated_window_mask(T, w, d), expected)
-        assert expected.dtype == torch.bool and expected.shape == (T, T)
+def test_the_dilated_reference_is_the_rule_of_the_exercise():
+    reference = DILATED.define(DILATED.right)
     for T, w, d in itertools.product(range(1, 8), range(1, 5), range(1, 5)):
-        assert torch.equal(_dilated(T, w, d), loop_mask(T, w, d))
-
-
-def test_the_first_dilated_case_tells_the_slips_apart():
-    T, w, d = _dilated_cases()[0].args
-    expected = _dilated(T, w, d)
-    masks = [slip.gives for slip in _dilated_slips(T, w, d, expected)]
-    assert len(masks) == 9
-    assert all(m is not None and m.shape == (T, T) for m in masks)
-    assert all(m.dtype == torch.bool for m in masks)
-    for a, b in itertools.combinations([expected, *masks], 2):
-        assert not torch.equal(a, b)
+        assert torch.equal(reference(T, w, d), loop_mask(T, w, d))
+    for T, w in itertools.product(range(1, 9), range(1, 11)):
+        assert torch.equal(reference(T, w, 1), sliding_window_mask(T, w))
 
 
 def test_check_dilated_mask_fn_accepts_right_functions(capsys):
     def from_the_sliding_window(T, window, dilation):
-        i, j = positions(T)
+        i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
         reach = (window - 1) * dilation + 1  # positions from the oldest key to i
         return sliding_window_mask(T, reach) & ((i - j) % dilation == 0)
 
@@ -1059,129 +1033,22 @@ def test_check_dilated_mask_fn_accepts_right_functions(capsys):
                 mask |= torch.diag(ones, -k * dilation)
         return mask
 
-    right_functions = (
-        dilated_window_mask,
-        loop_mask,
-        from_the_sliding_window,
-        from_diagonals,
-    )
+    right_functions = (loop_mask, from_the_sliding_window, from_diagonals)
     for fn in right_functions:
         checks.check_dilated_mask_fn(fn)
     out = capsys.readouterr().out
     assert out.count("✅ check_dilated_mask_fn:") == len(right_functions)
-    assert "right on 7 cases (T from 1 to 10, window from 1 to 7, dilation" in out
-    assert "dilation from 1 to 3" in out and "equals sliding_window_mask" in out
-
-
-def positions(T):
-    return torch.arange(T)[:, None], torch.arange(T)[None, :]
-
-
-def behind(T):
-    """How far key j lies behind query i, (T, T)."""
-    i, j = positions(T)
-    return i - j
-
-
-@pytest.mark.parametrize(
-    ("fn", "fragments"),
-    [
-        (
-            lambda T, w, d: ~dilated_window_mask(T, w, d),
-            ["your mask is inverted", "True means blocked"],
-        ),
-        (
-            lambda T, w, d: (behind(T) % d == 0) & (behind(T).abs() < w * d),
-            ["reaches into the future: query i sees keys after it", "Keep j <= i"],
-        ),
-        (
-            lambda T, w, d: (behind(T) % d == 0) & (behind(T) < w * d),
-            [
-                "reaches into the future: nothing keeps i - j >= 0",
-                "a negative multiple of 2 (-2 % 2 == 0 in PyTorch as in Python)",
-                "Keep j <= i",
-            ],
-        ),
-        (
-            lambda T, w, d: (behind(T) >= 0) & (behind(T) % d == 0) & (behind(T) < w),
-            ["ends 2 positions back", "window counts keys, not positions"],
-        ),
-        (
-            lambda T, w, d: dilated_window_mask(T, w + 1, d),
-            ["window + 1 = 4 keys, one too many", "i - 6"],
-        ),
-        (
-            lambda T, w, d: (
-                (behind(T) >= 0) & (positions(T)[1] % d == 0) & (behind(T) < w * d)
-            ),
-            [
-                "your keys are the positions j that are multiples of the dilation "
-                "(j % dilation == 0), the same for every query",
-                "counted back from each query, (i - j) % dilation == 0",
-            ],
-        ),
-        (
-            lambda T, w, d: (behind(T) >= 0) & (behind(T) < w * d),
-            ["there are no gaps", "last 6 positions", "must be 2 apart"],
-        ),
-        (
-            lambda T, w, d: sliding_window_mask(T, w),
-            ["the sliding window of 3 without the dilation"],
-        ),
-        (
-            lambda T, w, d: dilated_window_mask(T, w, d).T,
-            ["the mask transposed", "row i is query i"],
-        ),
-        (
-            lambda T, w, d: torch.zeros(T, T).masked_fill(
-                ~dilated_window_mask(T, w, d), float("-inf")
-            ),
-            ["dtype is torch.float32, not bool", "additive float mask (0 / -inf)"],
-        ),
-        (
-            lambda T, w, d: dilated_window_mask(T, w, d).long(),
-            ["dtype is torch.int64, not bool", "right but are numbers (1 and 0)"],
-        ),
-        (
-            lambda T, w, d: dilated_window_mask(T, w, d).long() * 2,
-            ["dtype is torch.int64", "build it from comparisons"],
-        ),
-        (
-            lambda T, w, d: torch.eye(T, dtype=torch.bool),
-            ["entry [2, 0] is False, but query 2 may attend to key 0"],
-        ),
-        (
-            lambda T, w, d: dilated_window_mask(T, w, d)[None],
-            ["wrong shape (1, 10, 10); the expected shape is (10, 10)"],
-        ),
-        (
-            lambda T, w, d: dilated_window_mask(T, w, d).tolist(),
-            ["expected a torch.Tensor, got list"],
-        ),
-        (
-            lambda T, w, d: dilated_window_mask(T, w, d).numpy(),
-            ["expected a torch.Tensor", "torch.from_numpy(...)"],
-        ),
-        (lambda T, w, d: 1 / 0, ["your function raised ZeroDivisionError on T = 10"]),
-    ],
-)
-def test_check_dilated_mask_fn_explains_mistakes(fn, fragments):
-    message = failure(checks.check_dilated_mask_fn, fn)
-    assert message.startswith("check_dilated_mask_fn: ")
-    assert "T = 10, window = 3, dilation = 2" in message
-    for fragment in fragments:
-        assert fragment in message
 
 
 def test_check_dilated_mask_fn_finds_a_mask_wrong_in_a_later_case():
     def clipped(T, window, dilation):  # wrong only when the window exceeds T - 1
         if dilation == 1:
             return sliding_window_mask(T, min(window, T - 1))
-        return dilated_window_mask(T, window, dilation)
+        return loop_mask(T, window, dilation)
 
     message = failure(checks.check_dilated_mask_fn, clipped)
     assert "T = 5, window = 7, dilation = 1 (dilation 1: the sliding window)" in message
-    assert "entry [4, 0] is False, but query 4 may attend to key 0" in message
+    assert "entry [4, 0] is False, where True is right" in message
 
 
 # --- a wrong call of a check ---------------------------------------------------------

@@ -1,5 +1,6 @@
 """Answers to the exercises of Chapter 9 (see tests/exercises/__init__.py)."""
 
+from attn_course.checks.efficient import DILATED
 from tests.exercises import Answers, wrong
 
 NOTEBOOK = "09_efficient.ipynb"
@@ -20,16 +21,15 @@ MISTRAL_WINDOW = 4096
 LONG, SHORT = 8192, 2048  # the window cases' sequences, longer and shorter
 PER_SEQUENCE = 2 * LAYERS * KV_HEADS * HEAD_DIM * TOKENS * FLOAT32
 BATCH = BUDGET // PER_SEQUENCE
-# The dilated window: T = 10 tokens, a window of 3 keys, 2 apart.
-T, WINDOW, DILATION = 10, 3, 2
-OLDEST = (WINDOW - 1) * DILATION
+# The dilated window: its table's first case, and the facts its messages name.
+FACTS = DILATED._facts(DILATED.cases[0])
 
 FIRST_STEP = f"larger than m in every row ({ROWS} rows, {SCORES} scores)"
 FIRST_BATCH = (
     f"Llama 2 70B, sequences of {TOKENS} tokens in float32, a budget of "
     f"{BUDGET / GIB:g} GiB, your function returned"
 )
-FIRST_MASK = f"T = {T}, window = {WINDOW}, dilation = {DILATION}"
+FIRST_MASK = DILATED.describe(*DILATED.cases[0])
 
 
 def step(body):
@@ -106,13 +106,6 @@ def dilated(body):
         f"def dilated_window_mask(T, window, dilation):\n{body}"
     )
 
-
-BACK = (
-    "    i = torch.arange(T)[:, None]  # (T, 1): queries\n"
-    "    j = torch.arange(T)[None, :]  # (1, T): keys\n"
-    "    back = i - j\n"
-)
-RIGHT_MASK = "(back >= 0) & (back % dilation == 0) & (back < window * dilation)"
 
 ANSWERS = {
     "ch09-ex-online-step": Answers(
@@ -269,78 +262,10 @@ ANSWERS = {
         ),
     ),
     "ch09-ex-dilated": Answers(
-        right=dilated(BACK + f"    return {RIGHT_MASK}\n"),
-        wrong=(
-            wrong(
-                "sliding-window",
-                dilated(
-                    "    from attn_course import sliding_window_mask\n\n"
-                    "    return sliding_window_mask(T, window)\n"
-                ),
-                FIRST_MASK,
-                f"the sliding window of {WINDOW} without the dilation",
-                f"the keys must be {DILATION} apart",
-            ),
-            wrong(
-                "positions-not-keys",
-                dilated(
-                    BACK + "    return (back >= 0) & (back % dilation == 0) & "
-                    "(back < window)\n"
-                ),
-                FIRST_MASK,
-                "window counts keys, not positions",
-                f"(window - 1) * dilation = {OLDEST} positions back",
-            ),
-            wrong(
-                "one-key-too-many",
-                dilated(
-                    BACK + "    return (back >= 0) & (back % dilation == 0) & "
-                    "(back <= window * dilation)\n"
-                ),
-                f"window + 1 = {WINDOW + 1} keys, one too many",
-            ),
-            wrong(
-                "into-the-future",
-                dilated(
-                    BACK + "    return (back % dilation == 0) & "
-                    "(back.abs() < window * dilation)\n"
-                ),
-                "the window reaches into the future",
-            ),
-            wrong(
-                "no-lower-bound",
-                dilated(
-                    BACK + "    return (back % dilation == 0) & "
-                    "(back < window * dilation)\n"
-                ),
-                FIRST_MASK,
-                "nothing keeps i - j >= 0",
-                "Keep j <= i",
-            ),
-            wrong(
-                "multiples-of-dilation",
-                dilated(
-                    BACK + "    return (back >= 0) & (j % dilation == 0) & "
-                    "(back < window * dilation)\n"
-                ),
-                "multiples of the dilation",
-                "counted back from each query",
-            ),
-            wrong(
-                "inverted",
-                dilated(BACK + f"    return ~({RIGHT_MASK})\n"),
-                "your mask is inverted",
-            ),
-            wrong(
-                "additive",
-                dilated(
-                    BACK + f"    allowed = {RIGHT_MASK}\n"
-                    "    return torch.zeros(T, T).masked_fill(~allowed, "
-                    'float("-inf"))\n'
-                ),
-                "not bool",
-                "additive float mask (0 / -inf)",
-            ),
+        right=dilated(DILATED.right),
+        wrong=tuple(
+            wrong(slip.name, dilated(slip.body), FIRST_MASK, slip.says.format(**FACTS))
+            for slip in DILATED.slips[:3]
         ),
     ),
 }

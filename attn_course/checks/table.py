@@ -1,0 +1,168 @@
+"""Exercises as data: the right answer, the usual slips and the cases, in one table.
+
+An :class:`Exercise` holds the reference answer and each usual wrong answer
+(:class:`Slip`) as the code a learner types, once. Everything else comes from it:
+
+- :meth:`Exercise.judge`, the check a notebook calls: the learner's function runs
+  on every case (through :func:`~attn_course.checks._kit.call`, seeded, on fresh
+  copies of the inputs); a wrong result is compared with what every slip's code
+  gives on that case, and the message names the slip it matches, or the slips it
+  cannot tell apart, or else the first wrong entry;
+- the unit tests (``tests/test_tables.py``): every slip fails with its own
+  explanation, the right answer passes;
+- the wrong rounds of ``make exercises`` (``tests/exercises``) and the check's
+  documentation (:meth:`Exercise.doc`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from ._common import expect_shape, expect_tensor, first_difference, fmt_index
+from ._kit import Case, call, exercise_check, passed, require_callable, seeded
+
+NAMESPACE = {"torch": torch, "F": F, "math": math}
+"""What the code of an answer may use without importing it, as in a chapter."""
+
+
+@dataclass(frozen=True)
+class Slip:
+    """A usual wrong answer: a short name, the body of the function a learner
+    writes, and what the check says to an answer that gives what it gives (a
+    format string over the case's facts, see :attr:`Exercise.facts`)."""
+
+    name: str
+    body: str
+    says: str
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One exercise: the function asked for, its right body, its cases, its slips.
+
+    ``function`` is the signature, e.g. ``"dilated_window_mask(T, window,
+    dilation)"``; ``cases`` are argument tuples, the first one the case on which
+    the slips differ; ``describe(*args)`` names a case in a message; ``facts(*args)``
+    gives the values that ``rule`` and the slips' ``says`` may name besides the
+    arguments; ``rule`` says what the right answer does.
+    """
+
+    label: str
+    check: str
+    function: str
+    output: str
+    right: str
+    cases: tuple[tuple, ...]
+    slips: tuple[Slip, ...]
+    rule: str
+    describe: Callable[..., str]
+    facts: Callable[..., dict] = lambda *args: {}
+
+    @property
+    def name(self):
+        return self.function.split("(", 1)[0]
+
+    @property
+    def parameters(self):
+        return [
+            p.strip() for p in self.function.split("(", 1)[1].rstrip(")").split(",")
+        ]
+
+    def define(self, body):
+        """The function whose body is ``body`` (the code of an answer)."""
+        namespace = dict(NAMESPACE)
+        exec(f"def {self.function}:\n{body}", namespace)  # noqa: S102 - the course's own code
+        return namespace[self.name]
+
+    def _facts(self, args):
+        return {**dict(zip(self.parameters, args, strict=True)), **self.facts(*args)}
+
+    def judge(self, fn):
+        """Raise ``AssertionError`` naming the slip unless ``fn`` is right on
+        every case; print the ✅ line when it is."""
+        require_callable(fn, self.check, self.name)
+        right = self.define(self.right)
+        slips = [(slip, self.define(slip.body)) for slip in self.slips]
+        with seeded(0):
+            for args in self.cases:
+                case = Case(self.describe(*args), args)
+                got = call(fn, self.check, case)
+                expected = right(*args)
+                if _same(got, expected):
+                    continue
+                facts = self._facts(args)
+                rule = self.rule.format(**facts)
+                subject = f"{self.check}: your {self.output} for {case.description}"
+                hits = [
+                    s.says.format(**facts)
+                    for s, f in slips
+                    if _same(got, _gives(f, args))
+                ]
+                if len(hits) == 1:
+                    raise AssertionError(f"{subject}: {hits[0]}; {rule}.")
+                if hits:
+                    raise AssertionError(
+                        f"{subject} is what several slips give: "
+                        + "; or ".join(hits)
+                        + f"; {rule}."
+                    )
+                raise AssertionError(
+                    f"{subject}: {_otherwise(got, expected, subject)}; {rule}."
+                )
+        passed(self.check, f"{self.name} is right on {len(self.cases)} cases.")
+
+    def doc(self):
+        """The check's docstring: what it tries, and the slips it names."""
+        slips = "\n".join(f"- {slip.name}" for slip in self.slips)
+        return (
+            f"Check {self.name}: {self.rule.format(**self._facts(self.cases[0]))}\n\n"
+            f"Tried on {len(self.cases)} cases; the slips it names:\n\n{slips}\n"
+        )
+
+    def make_check(self):
+        """The check a notebook calls, ``checks.<check>(<function>)``."""
+
+        def check(fn):
+            self.judge(fn)
+
+        check.__name__ = check.__qualname__ = self.check
+        check.__doc__ = self.doc()
+        parameter = inspect.Parameter(
+            self.name, inspect.Parameter.POSITIONAL_OR_KEYWORD
+        )
+        check.__signature__ = inspect.Signature([parameter])
+        return exercise_check(self.name)(check)
+
+
+def _gives(fn, args):
+    """What a slip's code gives on ``args``, or None where it raises."""
+    try:
+        return fn(*args)
+    except Exception:  # a slip that cannot run on this case matches nothing
+        return None
+
+
+def _same(a, b):
+    """Whether two results are the same: tensors of one shape, dtype and values."""
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return a.shape == b.shape and a.dtype == b.dtype and torch.equal(a, b)
+    return type(a) is type(b) and a == b
+
+
+def _otherwise(got, expected, subject):
+    """What is wrong with a result that no slip explains."""
+    got = expect_tensor(got, subject)
+    expect_shape(got, expected, subject)
+    if got.dtype != expected.dtype:
+        return f"its dtype is {got.dtype}, not {expected.dtype}"
+    index = first_difference(got, expected)
+    return (
+        f"entry {fmt_index(index)} is {got[index].item()}, where "
+        f"{expected[index].item()} is right"
+    )
