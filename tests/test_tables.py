@@ -4,8 +4,9 @@ answer passes its check, and every slip fails it with its own explanation."""
 import pytest
 
 from attn_course.checks.efficient import DILATED
+from attn_course.checks.gpt import TOP_K
 
-TABLES = [DILATED]
+TABLES = [DILATED, TOP_K]
 
 
 @pytest.mark.parametrize("exercise", TABLES, ids=lambda e: e.label)
@@ -27,7 +28,7 @@ def test_every_slip_fails_with_its_own_explanation(exercise, slip):
     message = str(failed.value)
     args = next(
         a
-        for a in exercise.cases
+        for a in exercise.all_cases()
         if not _same_on(exercise, exercise.right, slip.body, a)
     )
     facts = exercise._facts(args)

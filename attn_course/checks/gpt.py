@@ -22,22 +22,17 @@ from ._common import (
     expect_pair,
     expect_shape,
     expect_tensor,
-    fmt_index,
-    fmt_number,
-    fmt_values,
 )
 from ._kit import (
     Case,
     Slip,
-    call,
     exercise_check,
     explainer,
     first_slip,
-    passed,
-    require_callable,
     run_cases,
-    seeded,
 )
+from .table import Exercise
+from .table import Slip as CodeSlip
 
 __all__ = ["check_gpt_parameters_fn", "check_make_example_fn", "check_top_k_fn"]
 
@@ -540,327 +535,142 @@ def check_make_example_fn(make_example):
 
 
 def _top_k_cases():
-    """``(logits, k)`` for check_top_k_fn: random logits without ties; the first
-    case tells every slip apart."""
+    """``(logits, k)``: random logits without ties; the first case tells every
+    slip apart."""
     generator = torch.Generator().manual_seed(0)
     sizes = [(3, 10, 2), (1, 5, 1), (3, 5, 5), (1, 10, 2), (3, 10, 1)]
-    cases = []
-    for B, V, k in sizes:
-        logits = 2 * torch.randn(B, V, generator=generator)  # (B, V)
-        text = f"random logits of shape ({B}, {V}) with k={k}"
-        cases.append(Case(text, (logits, k)))
-    return cases
+    return [(2 * torch.randn(B, V, generator=generator), k) for B, V, k in sizes]
 
 
-def _keep_top(logits, k, *, largest=True):
-    """``logits`` with every entry outside the ``k`` largest (or smallest) of its
-    row set to -inf; ``k = 0`` removes everything.
-
-    Shapes
-    ------
-    Letters: see attn_course.shapes.
-    logits : (B, V)
-    output : (B, V)
-    """
-    if k == 0:
-        return torch.full_like(logits, float("-inf"))
-    kth = torch.topk(logits, k, dim=-1, largest=largest).values[:, -1:]  # (B, 1)
-    outside = logits < kth if largest else logits > kth  # (B, V)
-    return logits.masked_fill(outside, float("-inf"))
-
-
-def _filled_with(value, expected, logits, k, V):
-    """A predicate: the answer keeps the top ``k`` and fills the rest with finite
-    numbers (``value`` itself, or any finite number below -100 when None)."""
-
-    def gives(answer):
-        if k == V or answer.shape != expected.shape:
-            return False
-        answer = answer.detach().to("cpu", torch.float64)
-        kept = torch.isfinite(expected)
-        if not torch.allclose(answer[kept], logits[kept].double(), atol=1e-6):
-            return False
-        rest = answer[~kept]
-        if value is not None:
-            return bool((rest == value).all())
-        return bool(torch.isfinite(rest).all() and (rest < -100).all())
-
-    return gives
-
-
-def _entries(mask, text, answer=None, logits=None):
-    """``"3 entries ... (the first at index [0, 4]...)"`` for a (B, V) mask, or
-    None when it is all False."""
-    count = int(mask.sum())
-    if not count:
-        return None
-    first = tuple(int(i) for i in mask.nonzero()[0])
-    at = f"the first at index {fmt_index(first)}"
-    if answer is not None:
-        at += f", where yours is {fmt_number(answer[first])}"
-    if logits is not None:
-        at += f" and the logit is {fmt_number(logits[first])}"
-    return f"{count} {'entry' if count == 1 else 'entries'} {text} ({at})"
-
-
-def _expect_filtered(answer, expected, logits, k, name, where, *, slips, hint):
-    """Raise unless ``answer`` is ``expected``: each row's ``k`` largest logits as
-    they are, -inf elsewhere. The message says which entries are wrong and how,
-    and names the first of ``slips`` the answer matches, or ends with ``hint``.
-
-    Shapes
-    ------
-    Letters: see attn_course.shapes.
-    answer, expected, logits : (B, V)
-    """
-    received = answer.detach().to("cpu", torch.float64)
-    given = logits.to(torch.float64)
-    top = torch.isfinite(expected)  # (B, V): the k largest of each row
-    removed = received == float("-inf")
-    close = torch.isclose(received, given, atol=1e-6, rtol=1e-6)
-    largest = "largest logit" if k == 1 else f"{k} largest logits"
+def _filtered_wrong(answer, expected, subject):
+    """Which entries of filtered logits are wrong, and how (no slip matched)."""
+    answer = expect_tensor(answer, subject)
+    expect_shape(answer, expected, subject)
+    top = torch.isfinite(expected)  # (B, V): each row's k largest
+    removed = answer == float("-inf")
     problems = [
-        _entries(received.isnan(), "are NaN, not a number", received),
-        _entries(
-            ~top & ~removed & ~received.isnan(),
-            f"outside the {largest} of their row are not -inf",
-            received,
-        ),
-        _entries(top & removed, f"among the {largest} of their row are -inf"),
-        _entries(
-            top & ~removed & ~close & ~received.isnan(),
-            f"among the {largest} of their row are not the logit itself",
-            received,
-            given,
-        ),
+        (answer.isnan(), "are NaN"),
+        (~top & ~removed & ~answer.isnan(), "outside the k largest are not -inf"),
+        (top & removed, "among the k largest are -inf"),
+        (top & ~removed & (answer != expected), "among the k largest are changed"),
     ]
-    problems = [text for text in problems if text]
-    if not problems:
-        return
-    why = first_slip(received, slips, atol=1e-6, rtol=1e-6) or hint
-    raise AssertionError(
-        f"{name}{where}: " + "; ".join(problems) + f".\n  yours: {fmt_values(received)}"
-        f"\n{why}"
-    )
+    found = [f"{int(m.sum())} entries {text}" for m, text in problems if m.any()]
+    return "; ".join(found) or f"its dtype is {answer.dtype}, not {expected.dtype}"
 
 
-_TOP_K_ERRORS = (
+_explain_top_k = explainer(
     (
-        "must match the size of tensor",
-        " The k-th largest values of the rows, torch.topk(...).values[:, -1], have "
-        "shape (B,), which does not line up with the rows of (B, V): keep a "
-        "dimension, .values[:, -1:] of shape (B, 1), so that each row is compared "
-        "with its own k-th largest.",
+        (
+            "must match the size of tensor",
+            " The k-th largest values of the rows, torch.topk(...).values[:, -1], "
+            "have shape (B,), which does not line up with the rows of (B, V): keep a "
+            "dimension, .values[:, -1:] of shape (B, 1), so that each row is "
+            "compared with its own k-th largest.",
+        ),
+    )
+)
+
+_KTH = "    kth = torch.topk(logits, k, dim=-1).values[:, -1:]  # (B, 1)\n"
+_INF = 'float("-inf")'
+
+TOP_K = Exercise(
+    label="ch08-ex-topk",
+    check="check_top_k_fn",
+    function="top_k_logits(logits, k)",
+    output="logits",
+    right=f"{_KTH}    return logits.masked_fill(logits < kth, {_INF})\n",
+    cases=_top_k_cases,
+    describe=lambda logits, k: (
+        f"random logits of shape {tuple(logits.shape)} with k={k}"
+    ),
+    facts=lambda logits, k: {"more": k + 1, "fewer": k - 1},
+    rule="keep the k largest logits of each row as they are, and set every other "
+    "entry to float('-inf')",
+    tolerance=1e-6,
+    otherwise=_filtered_wrong,
+    explain=_explain_top_k,
+    fix="return a new tensor: logits.masked_fill(...) (no underscore) leaves the "
+    "logits as they are.",
+    slips=(
+        CodeSlip(
+            "smallest",
+            "    kth = torch.topk(logits, k, dim=-1, largest=False).values[:, -1:]\n"
+            f"    return logits.masked_fill(logits > kth, {_INF})\n",
+            "you kept the k SMALLEST logits of each row, the LEAST likely tokens: "
+            "torch.topk returns the largest by default",
+        ),
+        CodeSlip(
+            "fill-zero",
+            f"{_KTH}    return logits.masked_fill(logits < kth, 0.0)\n",
+            "the tokens outside the top k are set to 0 instead of -inf. 0 is a normal "
+            "logit: softmax gives it a probability exp(0) / sum > 0. Only "
+            "float('-inf') gives probability exactly 0",
+        ),
+        CodeSlip(
+            "fill-large-negative",
+            f"{_KTH}    return logits.masked_fill(logits < kth, -1e9)\n",
+            "the tokens outside the top k are set to a large negative number instead "
+            "of -inf; its probability is small but not always exactly 0",
+        ),
+        CodeSlip(
+            "whole-batch",
+            "    kth = torch.topk(logits.flatten(), k).values[-1]\n"
+            f"    return logits.masked_fill(logits < kth, {_INF})\n",
+            "you kept the k largest logits of the whole BATCH, not of each row: take "
+            "torch.topk along the last dimension, dim=-1",
+        ),
+        CodeSlip(
+            "one-threshold",
+            "    kth = torch.topk(logits, k, dim=-1).values.min()\n"
+            f"    return logits.masked_fill(logits < kth, {_INF})\n",
+            "every row is cut at ONE threshold, the smallest k-th largest logit of all "
+            "rows, so some rows keep more than k tokens: compare each row with its "
+            "own k-th largest, of shape (B, 1)",
+        ),
+        CodeSlip(
+            "one-too-many",
+            "    kth = torch.topk(logits, k + 1, dim=-1).values[:, -1:]\n"
+            f"    return logits.masked_fill(logits < kth, {_INF})\n",
+            "you kept k + 1 = {more} logits per row, one too many: the k-th largest "
+            "is the last of torch.topk(logits, k, dim=-1).values",
+        ),
+        CodeSlip(
+            "one-too-few",
+            f"{_KTH}    return logits.masked_fill(logits <= kth, {_INF})\n",
+            "you kept k - 1 = {fewer} logits per row, one too few: the k-th largest "
+            "itself must stay (logits < kth, not <=)",
+        ),
+        CodeSlip(
+            "probabilities",
+            f"{_KTH}    return torch.softmax(logits.masked_fill(logits < kth, {_INF}), "
+            "dim=-1)\n",
+            "you returned probabilities (a softmax), not logits: the sampling step "
+            "applies the softmax itself",
+        ),
+        CodeSlip(
+            "mask",
+            f"{_KTH}    return logits >= kth\n",
+            "this is a bool mask (which tokens to keep), not logits: use it, "
+            "logits.masked_fill(~keep, float('-inf'))",
+        ),
+        CodeSlip(
+            "indices",
+            "    return torch.topk(logits, k, dim=-1).indices\n",
+            "these are the indices of the k largest logits (torch.topk(...).indices); "
+            "return the logits, shape (B, V), with the others set to -inf",
+        ),
+        CodeSlip(
+            "values",
+            "    return torch.topk(logits, k, dim=-1).values\n",
+            "these are only the k largest values (torch.topk(...).values): sampling "
+            "needs a score for every token of the vocabulary",
+        ),
+        CodeSlip(
+            "pair",
+            "    return torch.topk(logits, k, dim=-1)\n",
+            "this is the pair (values, indices) that torch.topk returns: return ONE "
+            "tensor, the logits with every entry below the k-th largest set to -inf",
+        ),
     ),
 )
-_explain_top_k = explainer(_TOP_K_ERRORS)
-
-
-@exercise_check("top_k_logits")
-def check_top_k_fn(top_k_logits):
-    """Check a function that keeps only the ``k`` most likely tokens of each row.
-
-    Introduced in Chapter 8. ``top_k_logits(logits, k)`` must return a new tensor
-    of the shape of ``logits``, ``(B, V)``: each row's ``k`` largest logits as they
-    are, and every other entry ``-inf``, so that a softmax gives those tokens a
-    probability of exactly 0; the logits it was given stay as they were. Without
-    ties this is the top-k filter of :func:`attn_course.gpt.generate`, which also
-    keeps exactly ``k`` where logits tie at the cut (it keeps ``torch.topk``'s
-    indices). Checked on 5 sets of random logits without ties, with ``B`` in
-    {1, 3}, ``V`` in {5, 10} and ``k`` in {1, 2, V}.
-
-    Parameters
-    ----------
-    top_k_logits : callable
-        Your function: takes a float tensor ``(B, V)`` and an int, returns a float
-        tensor ``(B, V)``.
-
-    Returns
-    -------
-    None
-        Prints one line starting with ✅ when the function is right on every case.
-
-    Raises
-    ------
-    AssertionError
-        If the function raises, changes its input, or returns something other than
-        the filtered logits; the usual slips are named: keeping the ``k``
-        smallest, filling with 0 or with a large negative number instead of
-        ``-inf``, one ``k`` for the whole batch instead of each row, keeping
-        ``k - 1`` or ``k + 1``, returning probabilities, the indices, the values
-        of ``torch.topk`` or the mask.
-    TypeError
-        If ``top_k_logits`` is not a function.
-
-    Shapes
-    ------
-    Letters: see attn_course.shapes.
-    logits : (B, V)
-    output : (B, V)
-
-    Examples
-    --------
-    >>> def top_k_logits(logits, k):
-    ...     kth = torch.topk(logits, k, dim=-1).values[:, -1:]  # (B, 1)
-    ...     return logits.masked_fill(logits < kth, float("-inf"))
-    >>> check_top_k_fn(top_k_logits)  # doctest: +NORMALIZE_WHITESPACE
-    ✅ check_top_k_fn: top_k_logits keeps the k largest logits of every row and
-    sets the others to -inf on 5 inputs (B in {1, 3}, V in {5, 10}, k in {1, 2,
-    V}), and leaves its input alone.
-    """
-    check = "check_top_k_fn"
-
-    def verify(case, result):
-        (logits, k), where = case.args, case.where
-        B, V = logits.shape
-        name = f"{check}: your logits"
-        expected = _keep_top(logits, k)  # (B, V)
-        top = torch.topk(logits, k, dim=-1)  # values and indices, (B, k) each
-        if isinstance(result, tuple) and len(result) == 2:
-            raise AssertionError(
-                f"{name}{where}: your function returned a pair, as torch.topk does "
-                "(values, indices). Use the values to find each row's k-th largest "
-                "logit, kth = torch.topk(logits, k, dim=-1).values[:, -1:], and "
-                "return ONE tensor: the logits with every entry below it set to "
-                "float('-inf')."
-            )
-        result = expect_tensor(result, name, where)
-        whole = "; return the logits, shape (B, V), with the others set to -inf"
-        shape_slips = [
-            Slip(
-                lambda answer: answer.dtype == torch.bool,
-                "are a bool mask (which tokens to keep), not logits: use it, "
-                "logits.masked_fill(~keep, float('-inf'))",
-            ),
-            Slip(
-                lambda answer: (
-                    not answer.is_floating_point()
-                    and answer.shape == top.indices.shape
-                    and torch.equal(answer.sort(dim=-1).values, top.indices.sort(-1)[0])
-                ),
-                "are the indices of the k largest logits (torch.topk(...).indices), "
-                f"shape {tuple(top.indices.shape)}" + whole,
-            ),
-            Slip(
-                lambda answer: (
-                    answer.shape == top.values.shape != expected.shape
-                    and answer.is_floating_point()
-                    and torch.allclose(
-                        answer.sort(dim=-1).values.double(),
-                        top.values.sort(dim=-1).values.double(),
-                    )
-                ),
-                "are only the k largest values (torch.topk(...).values), shape "
-                f"{tuple(top.values.shape)}: the model's sampling step needs a score "
-                "for every token of the vocabulary" + whole,
-            ),
-            Slip(
-                lambda answer: not answer.is_floating_point(),
-                f"have dtype {result.dtype}: logits are floats" + whole,
-            ),
-        ]
-        why = first_slip(result, shape_slips)
-        if why:
-            raise AssertionError(f"{name}{where} {why}.")
-        expect_shape(result, expected, name, where)
-        per_batch = logits.masked_fill(logits < top.values.min(), float("-inf"))
-        flat = torch.topk(logits.reshape(-1), k).values[-1]  # k-th largest of all
-        slips = [
-            Slip(
-                _keep_top(logits, k, largest=False) if k < V else None,
-                "You kept the k SMALLEST logits of each row, the LEAST likely "
-                "tokens: torch.topk returns the largest by default; keep the "
-                "entries that are >= the k-th largest.",
-            ),
-            Slip(
-                _filled_with(0.0, expected, logits, k, V),
-                "The tokens outside the top k are set to 0 instead of -inf. 0 is a "
-                "normal logit: softmax gives it a probability exp(0) / sum > 0, as "
-                "likely as any token whose logit is 0. Only float('-inf') gives "
-                "probability exactly 0.",
-            ),
-            Slip(
-                _filled_with(None, expected, logits, k, V),
-                "The tokens outside the top k are set to a large negative number "
-                "instead of -inf. Its softmax probability is small but not "
-                "always exactly 0: it depends on the other logits and on the "
-                "temperature they are divided by. float('-inf') gives exactly 0, "
-                "for any logits.",
-            ),
-            Slip(
-                logits.masked_fill(logits < flat, float("-inf")) if B > 1 else None,
-                "You kept the k largest logits of the whole BATCH, not of each row: "
-                "each row holds the scores of its own sequence's next token; take "
-                "torch.topk along the last dimension, dim=-1.",
-            ),
-            Slip(
-                per_batch if B > 1 else None,
-                "Every row is cut at ONE threshold, the smallest k-th largest logit "
-                "of all rows, so some rows keep more than k tokens: compare each row "
-                "with its own k-th largest, torch.topk(logits, k, dim=-1)"
-                ".values[:, -1:], of shape (B, 1).",
-            ),
-            Slip(
-                _keep_top(logits, k + 1) if k < V else None,
-                f"You kept k + 1 = {k + 1} logits per row, one too many: the k-th "
-                "largest is torch.topk(logits, k, dim=-1).values[:, -1:] (index "
-                "k - 1, the last of the k), and every logit below it goes.",
-            ),
-            Slip(
-                _keep_top(logits, k - 1),
-                f"You kept k - 1 = {k - 1} logits per row, one too few: the k-th "
-                "largest itself must stay. Set the logits strictly BELOW it to "
-                "-inf (logits < kth, not <=).",
-            ),
-            Slip(
-                torch.softmax(expected, dim=-1),
-                "You returned probabilities (a softmax), not logits: return the "
-                "filtered logits; the sampling step applies the softmax itself.",
-            ),
-            Slip(
-                lambda answer: bool(
-                    ((answer >= 0) & (answer <= 1)).all()
-                    and torch.allclose(
-                        answer.double().sum(dim=-1), torch.ones(B, dtype=torch.double)
-                    )
-                ),
-                "Your rows are probabilities (non-negative, summing to 1), not "
-                "logits: return the filtered logits, and leave the softmax to the "
-                "sampling step.",
-            ),
-        ]
-        _expect_filtered(
-            result,
-            expected,
-            logits,
-            k,
-            name,
-            where,
-            slips=slips,
-            hint="Keep the k largest logits of each row as they are, and set every "
-            "other entry to float('-inf').",
-        )
-
-    require_callable(top_k_logits, check, "top_k_logits")
-    fix = (
-        "return a new tensor: logits.masked_fill(...) (no underscore) leaves the "
-        "logits as they are."
-    )
-    with seeded(0):  # run_cases, with the explanation of a broadcasting error
-        for case in _top_k_cases():
-            result = call(
-                top_k_logits,
-                check,
-                case,
-                who="top_k_logits",
-                fix=fix,
-                names=("logits", ""),
-                explain=_explain_top_k,
-            )
-            verify(case, result)
-    passed(
-        check,
-        "top_k_logits keeps the k largest logits of every row and sets the others "
-        "to -inf on 5 inputs (B in {1, 3}, V in {5, 10}, k in {1, 2, V}), and "
-        "leaves its input alone.",
-    )
+check_top_k_fn = TOP_K.make_check()

@@ -16,6 +16,7 @@ An :class:`Exercise` holds the reference answer and each usual wrong answer
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 from collections.abc import Callable
@@ -63,6 +64,10 @@ class Exercise:
     rule: str
     describe: Callable[..., str]
     facts: Callable[..., dict] = lambda *args: {}
+    tolerance: float = 0.0
+    otherwise: Callable | None = None
+    explain: Callable | None = None
+    fix: str = "compute new tensors instead of modifying the inputs."
 
     @property
     def name(self):
@@ -80,6 +85,10 @@ class Exercise:
         exec(f"def {self.function}:\n{body}", namespace)  # noqa: S102 - the course's own code
         return namespace[self.name]
 
+    def all_cases(self):
+        """The argument tuples; ``cases`` may be a function that builds them."""
+        return tuple(self.cases() if callable(self.cases) else self.cases)
+
     def _facts(self, args):
         return {**dict(zip(self.parameters, args, strict=True)), **self.facts(*args)}
 
@@ -89,12 +98,22 @@ class Exercise:
         require_callable(fn, self.check, self.name)
         right = self.define(self.right)
         slips = [(slip, self.define(slip.body)) for slip in self.slips]
+        same = functools.partial(_same, tolerance=self.tolerance)
+        cases = self.all_cases()
         with seeded(0):
-            for args in self.cases:
+            for args in cases:
                 case = Case(self.describe(*args), args)
-                got = call(fn, self.check, case)
+                got = call(
+                    fn,
+                    self.check,
+                    case,
+                    who=self.name,
+                    fix=self.fix,
+                    names=self.parameters,
+                    **({"explain": self.explain} if self.explain else {}),
+                )
                 expected = right(*args)
-                if _same(got, expected):
+                if same(got, expected):
                     continue
                 facts = self._facts(args)
                 rule = self.rule.format(**facts)
@@ -102,7 +121,7 @@ class Exercise:
                 hits = [
                     s.says.format(**facts)
                     for s, f in slips
-                    if _same(got, _gives(f, args))
+                    if same(got, _gives(f, args))
                 ]
                 if len(hits) == 1:
                     raise AssertionError(f"{subject}: {hits[0]}; {rule}.")
@@ -112,17 +131,20 @@ class Exercise:
                         + "; or ".join(hits)
                         + f"; {rule}."
                     )
+                otherwise = self.otherwise or _otherwise
                 raise AssertionError(
-                    f"{subject}: {_otherwise(got, expected, subject)}; {rule}."
+                    f"{subject}: {otherwise(got, expected, subject)}; {rule}."
                 )
-        passed(self.check, f"{self.name} is right on {len(self.cases)} cases.")
+        passed(self.check, f"{self.name} is right on {len(cases)} cases.")
 
     def doc(self):
         """The check's docstring: what it tries, and the slips it names."""
         slips = "\n".join(f"- {slip.name}" for slip in self.slips)
+        chapter = int(self.label[2:4])
+        rule = self.rule.format(**self._facts(self.all_cases()[0]))
         return (
-            f"Check {self.name}: {self.rule.format(**self._facts(self.cases[0]))}\n\n"
-            f"Tried on {len(self.cases)} cases; the slips it names:\n\n{slips}\n"
+            f"Check {self.name}: {rule}. Introduced in Chapter {chapter}.\n\n"
+            f"Tried on {len(self.all_cases())} cases; the slips it names:\n\n{slips}\n"
         )
 
     def make_check(self):
@@ -148,10 +170,21 @@ def _gives(fn, args):
         return None
 
 
-def _same(a, b):
-    """Whether two results are the same: tensors of one shape, dtype and values."""
+def _same(a, b, tolerance=0.0):
+    """Whether two results are the same: tensors of one shape, dtype and values
+    (within ``tolerance``, infinities of one sign equal), or tuples of such."""
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-        return a.shape == b.shape and a.dtype == b.dtype and torch.equal(a, b)
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        if tolerance and a.is_floating_point():
+            return bool(torch.allclose(a, b, atol=tolerance, rtol=tolerance))
+        return torch.equal(a, b)
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return (
+            type(a) is type(b)
+            and len(a) == len(b)
+            and all(_same(x, y, tolerance) for x, y in zip(a, b, strict=True))
+        )
     return type(a) is type(b) and a == b
 
 

@@ -1,8 +1,6 @@
 """Tests of the Chapter 8 self-checks (attn_course.checks.gpt): right answers pass,
 wrong ones are explained."""
 
-import itertools
-
 import numpy as np
 import pytest
 import torch
@@ -11,12 +9,11 @@ from attn_course import checks
 from attn_course.checks.gpt import (
     _CONFIGS,
     _COUNT_SLIPS,
+    TOP_K,
     _count,
     _count_slips,
-    _keep_top,
     _make_example_cases,
     _model_parameters,
-    _top_k_cases,
 )
 
 from .answers import (
@@ -24,7 +21,6 @@ from .answers import (
     gpt_parameters,
     make_example,
     top_k_logits,
-    top_k_zeros,
     wrong_call_test,
 )
 
@@ -282,36 +278,19 @@ def test_check_make_example_fn_never_shows_the_right_targets():
     assert right not in message
 
 
-# --- check_top_k_fn ------------------------------------------------------------------
+# --- check_top_k_fn: the table's cases and what no slip explains (its slips are
+# tested with every table's, in tests/test_tables.py) -------------------------------
 
 
 def test_the_top_k_cases_cover_the_sizes_without_ties():
-    cases = _top_k_cases()
-    sizes = {
-        (logits.shape[0], logits.shape[1], k) for logits, k in (c.args for c in cases)
-    }
+    cases = TOP_K.all_cases()
+    sizes = {(logits.shape[0], logits.shape[1], k) for logits, k in cases}
     assert {B for B, _, _ in sizes} == {1, 3}
     assert {V for _, V, _ in sizes} == {5, 10}
     assert {k if k < V else "V" for _, V, k in sizes} == {1, 2, "V"}
-    for case in cases:
-        logits, _ = case.args
+    for logits, _ in cases:
         for row in logits:
             assert row.unique().numel() == row.numel()
-
-
-def test_the_first_top_k_case_tells_the_slips_apart():
-    logits, k = _top_k_cases()[0].args
-    answers = [
-        _keep_top(logits, k),
-        _keep_top(logits, k, largest=False),
-        _keep_top(logits, k).nan_to_num(neginf=0.0),
-        _keep_top(logits, k + 1),
-        _keep_top(logits, k - 1),
-        logits.masked_fill(logits < torch.topk(logits.flatten(), k).values[-1], -1e30),
-        logits.masked_fill(logits < torch.topk(logits, k).values.min(), -1e30),
-    ]
-    for a, b in itertools.combinations(answers, 2):
-        assert not torch.equal(a, b)
 
 
 def test_check_top_k_fn_accepts_right_functions(capsys):
@@ -329,18 +308,6 @@ def test_check_top_k_fn_accepts_right_functions(capsys):
     assert capsys.readouterr().out.count("✅ check_top_k_fn:") == 3
 
 
-def fill(value, *, cmp=torch.lt, k_shift=0, largest=True):
-    """A top-k with a slip: another fill value, comparison, k or direction."""
-
-    def top_k(logits, k):
-        k = max(1, min(k + k_shift, logits.shape[-1]))
-        kth = torch.topk(logits, k, dim=-1, largest=largest).values[:, -1:]
-        outside = cmp(logits, kth) if largest else logits > kth
-        return logits.masked_fill(outside, value)
-
-    return top_k
-
-
 def in_place(logits, k):
     kth = torch.topk(logits, k, dim=-1).values[:, -1:]
     return logits.masked_fill_(logits < kth, float("-inf"))
@@ -349,55 +316,20 @@ def in_place(logits, k):
 @pytest.mark.parametrize(
     ("fn", "fragments"),
     [
-        (fill(float("-inf"), largest=False), ["k SMALLEST"]),
-        (top_k_zeros, ["set to 0 instead of -inf", "0 is a normal logit"]),
-        (fill(-1e9), ["large negative number instead of -inf", "exactly 0"]),
-        (fill(-1e4), ["large negative number"]),
-        (
-            lambda x, k: x.masked_fill(
-                x < torch.topk(x.flatten(), k).values[-1], float("-inf")
-            ),
-            ["whole BATCH", "dim=-1"],
-        ),
-        (
-            lambda x, k: x.masked_fill(
-                x < torch.topk(x, k).values.min(), float("-inf")
-            ),
-            ["ONE threshold", "values[:, -1:]"],
-        ),
-        (fill(float("-inf"), k_shift=1), ["k + 1 = 3 logits per row, one too many"]),
-        (fill(float("-inf"), cmp=torch.le), ["k - 1 = 1 logits per row, one too few"]),
-        (fill(float("-inf"), k_shift=-1), ["one too few"]),
         (in_place, ["changed its input logits", "in place", "no underscore"]),
-        (
-            lambda x, k: torch.softmax(top_k_logits(x, k), dim=-1),
-            ["probabilities (a softmax)"],
-        ),
-        (lambda x, k: torch.softmax(x, dim=-1), ["rows are probabilities"]),
-        (lambda x, k: torch.topk(x, k, dim=-1).indices, ["the indices of the k"]),
-        (lambda x, k: torch.topk(x, k, dim=-1).values, ["only the k largest values"]),
-        (lambda x, k: torch.topk(x, k, dim=-1), ["returned a pair, as torch.topk"]),
-        (
-            lambda x, k: x >= torch.topk(x, k, dim=-1).values[:, -1:],
-            ["a bool mask"],
-        ),
-        (lambda x, k: x, ["24 entries outside the 2 largest logits", "not -inf"]),
-        (
-            lambda x, k: top_k_logits(x, k) + 1,
-            ["among the 2 largest logits of their row are not the logit itself"],
-        ),
+        (lambda x, k: x, ["24 entries outside the k largest are not -inf"]),
+        (lambda x, k: top_k_logits(x, k) + 1, ["6 entries among the k largest are"]),
         (
             lambda x, k: x.masked_fill(
                 x < torch.topk(x, k, dim=-1).values[:, -1], float("-inf")
             ),
             ["raised RuntimeError", "keep a dimension"],
         ),
-        (lambda x, k: (x * 10).long(), ["dtype torch.int64", "logits are floats"]),
         (lambda x, k: top_k_logits(x, k).tolist(), ["expected a torch.Tensor"]),
         (lambda x, k: top_k_logits(x, k)[:, :5], ["wrong shape (3, 5)"]),
     ],
 )
-def test_check_top_k_fn_explains_mistakes(fn, fragments):
+def test_check_top_k_fn_explains_what_no_slip_gives(fn, fragments):
     message = failure(checks.check_top_k_fn, fn)
     assert "random logits of shape (3, 10) with k=2" in message
     for fragment in fragments:
