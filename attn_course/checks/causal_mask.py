@@ -27,6 +27,8 @@ from ._common import (
     unravel,
 )
 from ._kit import Case, Slip, exercise_check, first_slip, matches, run_cases, seeded
+from .table import Exercise
+from .table import Slip as CodeSlip
 
 __all__ = [
     "check_additive_mask",
@@ -66,112 +68,51 @@ def _length_cases(generator=None):
     ]
 
 
-@exercise_check("fn")
-def check_causal_mask(fn):
-    """Check a function that builds a causal mask in the SDPA convention.
+_TRIL = "    return torch.ones(T, T, dtype=torch.bool).tril({})\n"
 
-    Introduced in Chapter 3. ``fn(T)`` must return a bool ``(T, T)`` mask that is
-    ``True`` where query ``i`` may attend to key ``j``, that is for ``j <= i`` (the
-    lower triangle with the diagonal), as
-    ``torch.nn.functional.scaled_dot_product_attention`` and
-    :func:`attn_course.causal_mask` use it. It is tried for ``T`` = 1, 2, 5 and 6.
-
-    Parameters
-    ----------
-    fn : callable
-        Your function: takes the number of tokens ``T``, returns the mask.
-
-    Returns
-    -------
-    None
-        Prints one line starting with ✅ when every length passes.
-
-    Raises
-    ------
-    AssertionError
-        If ``fn`` raises, returns something that is not a tensor, has the wrong shape
-        or dtype (an additive float mask is named), or wrong entries: an inverted
-        mask (True = blocked), a missing diagonal and the upper triangle are named.
-    TypeError
-        If ``fn`` is the mask itself rather than the function that builds it.
-
-    Shapes
-    ------
-    Letters: see attn_course.shapes.
-    mask : (T, T)
-
-    Examples
-    --------
-    >>> import torch
-    >>> def my_causal_mask(T):
-    ...     return torch.ones(T, T, dtype=torch.bool).tril()
-    >>> check_causal_mask(my_causal_mask)  # doctest: +NORMALIZE_WHITESPACE
-    ✅ check_causal_mask: your causal mask is correct for T = 1, 2, 5, 6; True (may
-    attend) on and below the diagonal, False above it.
-    >>> check_causal_mask(lambda T: ~my_causal_mask(T))
-    Traceback (most recent call last):
-    ...
-    AssertionError: check_causal_mask: your mask for T = 2: your mask is inverted: ...
-    """
-    check = "check_causal_mask"
-
-    def verify(case, mask):
-        (T,) = case.args
-        name = f"{check}: your mask for T = {T}"
-        expected = _lower(T)  # (T, T)
-        mask = expect_tensor(mask, name)
-        expect_shape(mask, expected, name)
-        if mask.dtype != torch.bool:
-            additive = torch.zeros(T, T).masked_fill(~expected, float("-inf"))
-            slips = [
-                Slip(
-                    additive if mask.is_floating_point() else None,
-                    "this is an additive float mask (0 / -inf), which is added to "
-                    "the scores; this exercise asks for the bool mask: True = may "
-                    "attend",
-                )
-            ]
-            fix = first_slip(mask, slips, atol=0, rtol=0) or (
-                "create it with dtype=torch.bool (e.g. torch.ones(T, T, "
-                "dtype=torch.bool).tril()) or convert it with .bool(); an int or "
-                "float mask of 0 and 1 would be added to the scores instead"
-            )
-            raise AssertionError(f"{name}: dtype is {mask.dtype}, not bool; {fix}.")
-
-        def wrong_entry():
-            i, j = first_difference(mask, expected)
-            allowed = "may" if j <= i else "may not"
-            return (
-                f"entry [{i}, {j}] is {bool(mask[i, j])}, but query {i} {allowed} "
-                f"attend to key {j}"
-            )
-
-        slips = [
-            Slip(~expected, INVERTED),
-            Slip(
-                expected.tril(-1),
-                "the diagonal is False, but a token may attend to itself: keep the "
-                "diagonal (tril(), not tril(-1) or tril(diagonal=-1))",
-            ),
-            Slip(
-                expected.T,
-                "this is the upper triangle. Row i is query i and column j is key "
-                "j; query i may see keys j <= i, the lower triangle: use .tril()",
-            ),
-        ]
-        expect_mask(
-            mask, expected, slips, name, otherwise=wrong_entry, shown=mask.int()
-        )
-
-    run_cases(
-        check,
-        fn,
-        _length_cases(),
-        verify,
-        example="my_causal_mask",
-        success=f"your causal mask is correct for T = {_SIZES_TEXT}; True (may "
-        "attend) on and below the diagonal, False above it.",
-    )
+CAUSAL_MASK = Exercise(
+    label="ch03-ex-causal-mask",
+    check="check_causal_mask",
+    function="my_causal_mask(T)",
+    parameter="fn",
+    output="mask",
+    right=_TRIL.format(""),
+    cases=tuple((T,) for T in _SIZES),
+    describe=lambda T: f"T = {T}",
+    rule="True (may attend) on and below the diagonal, False above it",
+    slips=(
+        CodeSlip(
+            "inverted", _TRIL.format("").replace("torch.ones", "~torch.ones"), INVERTED
+        ),
+        CodeSlip(
+            "no-diagonal",
+            _TRIL.format("diagonal=-1"),
+            "the diagonal is False, but a token may attend to itself: keep the "
+            "diagonal (tril(), not tril(-1) or j < i)",
+        ),
+        CodeSlip(
+            "upper",
+            "    return torch.ones(T, T, dtype=torch.bool).triu()\n",
+            "this is the upper triangle. Row i is query i and column j is key j; "
+            "query i may see keys j <= i, the lower triangle: use .tril()",
+        ),
+        CodeSlip(
+            "float",
+            "    return torch.ones(T, T).tril()\n",
+            "the entries are right but are numbers (1 and 0): create the mask with "
+            "dtype=torch.bool or convert it with .bool(); a float mask would be "
+            "added to the scores",
+        ),
+        CodeSlip(
+            "additive",
+            "    future = torch.ones(T, T, dtype=torch.bool).triu(1)\n"
+            '    return torch.zeros(T, T).masked_fill(future, float("-inf"))\n',
+            "this is an additive float mask (0 / -inf), which is added to the "
+            "scores; this exercise asks for the bool mask: True = may attend",
+        ),
+    ),
+)
+check_causal_mask = CAUSAL_MASK.make_check()
 
 
 def _identity_mha(E):

@@ -68,6 +68,7 @@ class Exercise:
     otherwise: Callable | None = None
     explain: Callable | None = None
     fix: str = "compute new tensors instead of modifying the inputs."
+    parameter: str | None = None
 
     @property
     def name(self):
@@ -135,7 +136,8 @@ class Exercise:
                 raise AssertionError(
                     f"{subject}: {otherwise(got, expected, subject)}; {rule}."
                 )
-        passed(self.check, f"{self.name} is right on {len(cases)} cases.")
+        rule = self.rule.format(**self._facts(cases[0]))
+        passed(self.check, f"{self.name} is right on {len(cases)} cases: {rule}.")
 
     def doc(self):
         """The check's docstring: what it tries, and the slips it names."""
@@ -155,11 +157,10 @@ class Exercise:
 
         check.__name__ = check.__qualname__ = self.check
         check.__doc__ = self.doc()
-        parameter = inspect.Parameter(
-            self.name, inspect.Parameter.POSITIONAL_OR_KEYWORD
-        )
+        name = self.parameter or self.name
+        parameter = inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
         check.__signature__ = inspect.Signature([parameter])
-        return exercise_check(self.name)(check)
+        return exercise_check(name)(check)
 
 
 def _gives(fn, args):
