@@ -3,11 +3,11 @@ answer passes its check, and every slip fails it with its own explanation."""
 
 import pytest
 
-from attn_course.checks.causal_mask import CAUSAL_MASK
+from attn_course.checks.causal_mask import ADDITIVE_MASK, CAUSAL_MASK
 from attn_course.checks.efficient import DILATED
 from attn_course.checks.gpt import TOP_K
 
-TABLES = [CAUSAL_MASK, DILATED, TOP_K]
+TABLES = [ADDITIVE_MASK, CAUSAL_MASK, DILATED, TOP_K]
 
 
 @pytest.mark.parametrize("exercise", TABLES, ids=lambda e: e.label)

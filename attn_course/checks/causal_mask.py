@@ -15,10 +15,8 @@ from ._common import (
     INVERTED,
     QKV,
     expect_close,
-    expect_mask,
     expect_shape,
     expect_tensor,
-    first_difference,
     fmt_number,
     fmt_values,
     journey_projections,
@@ -27,7 +25,7 @@ from ._common import (
     unravel,
 )
 from ._kit import Case, Slip, exercise_check, first_slip, matches, run_cases, seeded
-from .table import Exercise
+from .table import Exercise, _same
 from .table import Slip as CodeSlip
 
 __all__ = [
@@ -265,151 +263,86 @@ def _blocks(values, allowed):
     return bool(blocked[~allowed].all() and kept[allowed].all())
 
 
-@exercise_check("fn")
-def check_additive_mask(fn):
-    """Check a function that builds an additive (float) causal mask.
-
-    Introduced in Chapter 3. ``fn(T)`` must return a float ``(T, T)`` mask that is
-    added to the scores: ``0`` where query ``i`` may attend to key ``j`` (``j <=
-    i``) and ``-inf`` above the diagonal. A very large negative number (``<=
-    -1e4``) instead of ``-inf`` is accepted too: after the softmax it gives the same
-    weights. It is tried for ``T`` = 1, 2, 5 and 6, and on random scores.
-
-    Parameters
-    ----------
-    fn : callable
-        Your function: takes the number of tokens ``T``, returns the float mask.
-
-    Returns
-    -------
-    None
-        Prints one line starting with ✅ when the mask is right for every length.
-
-    Raises
-    ------
-    AssertionError
-        If ``fn`` raises, returns a tensor of the wrong shape or dtype, or wrong
-        entries: NaN (the ``0 * -inf`` trap), ``+inf``, an inverted or transposed
-        mask, 0/1 values that block nothing and a blocked diagonal are named.
-    TypeError
-        If ``fn`` is a float mask rather than the function that builds it.
-
-    Shapes
-    ------
-    Letters: see attn_course.shapes.
-    scores, mask : (T, T)
-
-    Examples
-    --------
-    >>> def additive_causal_mask(T):
-    ...     blocked = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
-    ...     return torch.zeros(T, T).masked_fill(blocked, float("-inf"))
-    >>> check_additive_mask(additive_causal_mask)  # doctest: +NORMALIZE_WHITESPACE
-    ✅ check_additive_mask: your additive mask is correct for T = 1, 2, 5, 6; 0 on
-    and below the diagonal, -inf above it, and softmax(scores + mask) gives the
-    causal weights.
-
-    The recipe ``triu(ones) * -inf`` multiplies 0 by -inf:
-
-    >>> check_additive_mask(
-    ...     lambda T: torch.triu(torch.ones(T, T), diagonal=1) * float("-inf")
-    ... )
-    Traceback (most recent call last):
-    ...
-    AssertionError: check_additive_mask: your mask for T = 2: it contains NaN: ...
-    """
-    check = "check_additive_mask"
-    finite_blocks = []  # per length: whether a large finite number blocks
-
-    def verify(case, mask):
-        (T,), scores = case.args, case.data
-        name = f"{check}: your mask for T = {T}"
-        allowed = _lower(T)  # (T, T)
-        mask = expect_tensor(mask, name)
-        expect_shape(mask, allowed, name)
-        if not mask.is_floating_point():
-            raise AssertionError(
-                f"{name}: dtype is {mask.dtype}; an additive mask is floating "
-                "point, 0 where attending is allowed and -inf where it is blocked, "
-                "e.g. torch.zeros(T, T).masked_fill(blocked, float('-inf'))."
-            )
-        values = mask.detach().to("cpu", torch.float64)
-
-        def wrong_entry():
-            right = torch.where(allowed, values.abs() < 1e-6, values <= -1e4)
-            i, j = first_difference(right, torch.ones_like(right))
-            want = "0 (allowed)" if j <= i else "-inf (blocked)"
-            return f"entry [{i}, {j}] is {fmt_number(values[i, j])}, expected {want}"
-
-        slips = [
-            Slip(
-                lambda v: bool(torch.isnan(v).any()),
-                f"it contains NaN: {fmt_values(values)}. Multiplying a 0/1 mask by "
-                "float('-inf') gives 0 * -inf = nan, not 0. Use "
-                "torch.zeros(T, T).masked_fill(blocked, float('-inf')) or "
-                "torch.where(blocked, float('-inf'), 0.0) instead",
-            ),
-            Slip(
-                lambda v: bool(torch.isposinf(v).any()),
-                "it contains +inf; blocked entries must be -inf, so that their "
-                "exponential is 0",
-            ),
-            Slip(
-                lambda v: _blocks(v, ~allowed),
-                "your mask is inverted: it blocks the past and the token itself "
-                "and keeps the future; put 0 on and below the diagonal and -inf "
-                "above",
-            ),
-            Slip(
-                lambda v: _blocks(v, allowed.T),
-                "it is transposed: it blocks the past and keeps the future. Row i "
-                "is query i and column j is key j; block j > i, above the diagonal",
-            ),
-            Slip(
-                lambda v: bool(((v == 0) | (v == 1)).all()),
-                "it holds only 0 and 1; adding 1 to a score blocks nothing. Blocked "
-                "entries need -inf",
-            ),
-            Slip(
-                lambda v: _blocks(v, allowed.tril(-1)),
-                "the diagonal is blocked, but a token may attend to itself: block "
-                "only j > i (triu(diagonal=1))",
-            ),
-        ]
-        expect_mask(
-            values,
-            lambda v: _blocks(v, allowed),
-            slips,
-            name,
-            otherwise=wrong_entry,
-            shown=values.float(),
-        )
-        finite_blocks.append(bool(torch.isfinite(values[~allowed]).any()))
-        expected = torch.softmax(scores.masked_fill(~allowed, -torch.inf), dim=-1)
-        expect_close(
-            torch.softmax(scores + values, dim=-1),
-            expected,
-            f"{check}: softmax(scores + your mask) for T = {T}",
-            atol=1e-6,
-            rtol=0,
-        )
-
-    def success():
-        blocked = "a large negative number" if any(finite_blocks) else "-inf"
-        return (
-            f"your additive mask is correct for T = {_SIZES_TEXT}; 0 on and below "
-            f"the diagonal, {blocked} above it, and softmax(scores + mask) gives the "
-            "causal weights."
-        )
-
-    run_cases(
-        check,
-        fn,
-        _length_cases(torch.Generator().manual_seed(0)),
-        verify,
-        example="additive_causal_mask",
-        success=success,
+def _as_good_as(got, output):
+    """Whether an additive mask does what ``output`` does: the same finite entries,
+    and -inf or a number <= -1e4 (as good after a softmax) where it has -inf."""
+    if not (isinstance(output, torch.Tensor) and output.is_floating_point()):
+        return _same(got, output)
+    if not (
+        isinstance(got, torch.Tensor)
+        and got.is_floating_point()
+        and got.shape == output.shape
+    ):
+        return False
+    blocked = output == float("-inf")
+    return bool(
+        (got[blocked] <= -1e4).all()
+        and torch.allclose(got[~blocked], output[~blocked], 0, 1e-6, equal_nan=True)
     )
+
+
+_FUTURE = "    future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)\n"
+_FILL = "    return torch.zeros(T, T).masked_fill({}, float({!r}))\n"
+
+ADDITIVE_MASK = Exercise(
+    label="ch03-ex-additive",
+    check="check_additive_mask",
+    function="additive_causal_mask(T)",
+    parameter="fn",
+    output="mask",
+    right=_FUTURE + _FILL.format("future", "-inf"),
+    cases=tuple((T,) for T in _SIZES),
+    describe=lambda T: f"T = {T}",
+    rule="0 on and below the diagonal, -inf above it",
+    same=_as_good_as,
+    slips=(
+        CodeSlip(
+            "times-inf",
+            '    return torch.triu(torch.ones(T, T), diagonal=1) * float("-inf")\n',
+            "it contains NaN. Multiplying a 0/1 mask by float('-inf') gives "
+            "0 * -inf = nan, not 0. Use torch.zeros(T, T).masked_fill(blocked, "
+            "float('-inf')) or torch.where(blocked, float('-inf'), 0.0) instead",
+        ),
+        CodeSlip(
+            "plus-inf",
+            _FUTURE + _FILL.format("future", "inf"),
+            "it contains +inf; blocked entries must be -inf, so that their "
+            "exponential is 0",
+        ),
+        CodeSlip(
+            "inverted",
+            _FUTURE + _FILL.format("~future", "-inf"),
+            "your mask is inverted: it blocks the past and the token itself and "
+            "keeps the future",
+        ),
+        CodeSlip(
+            "transposed",
+            _FUTURE + _FILL.format("future.T", "-inf"),
+            "it is transposed: it blocks the past and keeps the future. Row i is "
+            "query i and column j is key j; block j > i, above the diagonal",
+        ),
+        CodeSlip(
+            "zero-one",
+            "    return torch.triu(torch.ones(T, T), diagonal=1)\n",
+            "it holds only 0 and 1; adding 1 to a score blocks nothing. Blocked "
+            "entries need -inf",
+        ),
+        CodeSlip(
+            "diagonal-blocked",
+            "    blocked = torch.ones(T, T, dtype=torch.bool).triu()\n"
+            + _FILL.format("blocked", "-inf"),
+            "the diagonal is blocked, but a token may attend to itself: block only "
+            "j > i (triu(diagonal=1))",
+        ),
+        CodeSlip(
+            "bool",
+            "    return torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)\n",
+            "this is a bool mask; an additive mask is floating point, 0 where "
+            "attending is allowed and -inf where it is blocked",
+        ),
+    ),
+)
+check_additive_mask = ADDITIVE_MASK.make_check()
 
 
 def _causal_attention_cases():

@@ -51,7 +51,9 @@ class Exercise:
     dilation)"``; ``cases`` are argument tuples, the first one the case on which
     the slips differ; ``describe(*args)`` names a case in a message; ``facts(*args)``
     gives the values that ``rule`` and the slips' ``says`` may name besides the
-    arguments; ``rule`` says what the right answer does.
+    arguments; ``rule`` says what the right answer does; ``same(got, output)``
+    says whether an answer is as good as an output (by default: equal, within
+    ``tolerance``).
     """
 
     label: str
@@ -69,6 +71,7 @@ class Exercise:
     explain: Callable | None = None
     fix: str = "compute new tensors instead of modifying the inputs."
     parameter: str | None = None
+    same: Callable | None = None
 
     @property
     def name(self):
@@ -99,7 +102,7 @@ class Exercise:
         require_callable(fn, self.check, self.name)
         right = self.define(self.right)
         slips = [(slip, self.define(slip.body)) for slip in self.slips]
-        same = functools.partial(_same, tolerance=self.tolerance)
+        same = self.same or functools.partial(_same, tolerance=self.tolerance)
         cases = self.all_cases()
         with seeded(0):
             for args in cases:
@@ -177,8 +180,8 @@ def _same(a, b, tolerance=0.0):
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
         if a.shape != b.shape or a.dtype != b.dtype:
             return False
-        if tolerance and a.is_floating_point():
-            return bool(torch.allclose(a, b, atol=tolerance, rtol=tolerance))
+        if a.is_floating_point():
+            return bool(torch.allclose(a, b, tolerance, tolerance, equal_nan=True))
         return torch.equal(a, b)
     if isinstance(a, tuple) and isinstance(b, tuple):
         return (
