@@ -3,11 +3,12 @@ answer passes its check, and every slip fails it with its own explanation."""
 
 import pytest
 
+from attn_course.checks.basics import SOFTMAX
 from attn_course.checks.causal_mask import ADDITIVE_MASK, CAUSAL_MASK
 from attn_course.checks.efficient import DILATED
 from attn_course.checks.gpt import TOP_K
 
-TABLES = [ADDITIVE_MASK, CAUSAL_MASK, DILATED, TOP_K]
+TABLES = [SOFTMAX, ADDITIVE_MASK, CAUSAL_MASK, DILATED, TOP_K]
 
 
 @pytest.mark.parametrize("exercise", TABLES, ids=lambda e: e.label)
@@ -17,31 +18,47 @@ def test_the_right_answer_passes(exercise, capsys):
 
 
 @pytest.mark.parametrize(
-    ("exercise", "slip"),
-    [(e, s) for e in TABLES for s in e.slips],
+    ("exercise", "slip", "body"),
+    [(e, s, b) for e in TABLES for s in e.slips for b in s.bodies],
     ids=lambda x: getattr(x, "label", getattr(x, "name", "")),
 )
-def test_every_slip_fails_with_its_own_explanation(exercise, slip):
-    """Its explanation, on the first case where it differs from the right answer;
-    and no other slip's."""
+def test_every_slip_fails_with_its_own_explanation(exercise, slip, body):
+    """Each variant of a slip, on the first case where it differs from the right
+    answer: its explanation, and no other slip's; or, where it raises first, the
+    error and the check's hint."""
     with pytest.raises(AssertionError) as failed:
-        exercise.make_check()(exercise.define(slip.body))
+        exercise.make_check()(exercise.define(body))
     message = str(failed.value)
-    args = next(
-        a
-        for a in exercise.all_cases()
-        if not _same_on(exercise, exercise.right, slip.body, a)
+    case = next(
+        c
+        for c in exercise.all_cases()
+        if not _same_on(exercise, exercise.right, body, c.args)
     )
-    facts = exercise._facts(args)
+    assert case.description in message
+    if _raises(exercise, body, case.args):
+        assert f"{exercise.name} raised" in message
+        return
+    facts = exercise._facts(case.args)
     assert slip.says.format(**facts) in message
-    assert exercise.describe(*args) in message
     others = [s for s in exercise.slips if s is not slip]
     assert not any(s.says.format(**facts) in message for s in others) or (
         "several slips" in message
     )
 
 
-def _same_on(exercise, body, other, args):
-    from attn_course.checks.table import _same
+def _raises(exercise, body, args):
+    try:
+        exercise.define(body)(*args)
+    except Exception:
+        return True
+    return False
 
-    return _same(exercise.define(body)(*args), exercise.define(other)(*args))
+
+def _same_on(exercise, body, other, args):
+    """Whether two bodies give the same result on ``args`` (an error: not the same)."""
+    try:
+        return exercise.equal(
+            exercise.define(body)(*args), exercise.define(other)(*args)
+        )
+    except Exception:
+        return False

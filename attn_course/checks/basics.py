@@ -26,6 +26,8 @@ from ._common import (
     verify_attention,
 )
 from ._kit import Case, Slip, exercise_check, first_slip, matches, passed, run_cases
+from .table import Exercise
+from .table import Slip as CodeSlip
 
 __all__ = [
     "check_attention_fn",
@@ -229,172 +231,67 @@ _WHOLE_SUM = (
 )
 
 
-def _softmax_of(shift, total):
-    """A softmax written with the shift ``shift(x)`` and the sum ``total(exps)``."""
-
-    def softmax(x):
-        exps = torch.exp(x - shift(x))
-        return exps / total(exps)
-
-    return softmax
+def _softmax_body(shift, total="exps.sum(dim=-1, keepdim=True)"):
+    """A softmax that subtracts ``shift`` and divides by ``total``."""
+    return f"    exps = torch.exp(x - {shift})\n    return exps / {total}\n"
 
 
-def _rows(exps):
-    return exps.sum(dim=-1, keepdim=True)
+def _softmax_wrong(got, expected, subject):
+    """What is wrong with a softmax that no slip gives."""
+    got = expect_tensor(got, subject)
+    expect_shape(got, expected, subject)
+    if not bool(torch.isfinite(got.detach()).all()):
+        return f"found NaN or infinite values: {fmt_values(got)}.{_OVERFLOW}"
+    sums = got.detach().double().sum(dim=-1)
+    if not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
+        return f"its rows sum to {fmt_values(sums)}, not 1"
+    return f"its values are off: {fmt_values(got)}"
 
 
-def _softmax_slips(x):
-    """The known wrong softmaxes of check_softmax, as slips for the input ``x``.
+_ROW_MAX = "x.max(dim=-1, keepdim=True).values"
 
-    Each is computed in ``x``'s dtype, so it overflows where the learner's would;
-    an answer matches one when it has the same values and the same NaN and
-    infinite entries. A slip that gives the right answer on ``x`` is skipped, and
-    one that raises on ``x`` (a max without keepdim on a non-square matrix) too.
-    """
-    expected = torch.softmax(x, dim=-1)
-    square = x.dim() == 2 and x.shape[0] == x.shape[1]
-
-    def row_max(t):
-        return t.max(dim=-1).values
-
-    wrong = [
-        (_softmax_of(lambda t: t.min(dim=-1, keepdim=True).values, _rows), _ROW_MIN),
-        (_softmax_of(lambda t: t.max(), _rows), _GLOBAL_MAX),
-        (_softmax_of(lambda t: t.max(), lambda e: e.sum()), _GLOBAL_MAX),
-        (_softmax_of(lambda t: 0.0, _rows), _OVERFLOW.strip()),
-        (_softmax_of(lambda t: 0.0, lambda e: e.sum()), _OVERFLOW.strip()),
-        (
-            _softmax_of(
-                lambda t: t.max(dim=-1, keepdim=True).values, lambda e: e.sum()
-            ),
-            _WHOLE_SUM,
+SOFTMAX = Exercise(
+    label="ch01-ex-softmax",
+    check="check_softmax",
+    function="stable_softmax(x)",
+    parameter="fn",
+    output="softmax's output",
+    right=_softmax_body(_ROW_MAX),
+    cases=_softmax_cases,
+    rule="subtract each row's maximum, exponentiate, and divide each row by its own "
+    "sum, as torch.softmax(x, dim=-1) does",
+    tolerance=1e-5,
+    otherwise=_softmax_wrong,
+    fix="work on new tensors, e.g. x = x - x.max(dim=-1, keepdim=True).values "
+    "instead of x -= ..., and torch.exp(x) instead of x.exp_().",
+    slips=(
+        CodeSlip(
+            "naive",
+            (_softmax_body("0.0"), _softmax_body("0.0", "exps.sum()")),
+            "it overflows on large scores: its result holds NaN." + _OVERFLOW,
         ),
-    ]
-    if square:
-        wrong += [
-            (_softmax_of(row_max, _rows), _NO_KEEPDIM),
-            (_softmax_of(row_max, lambda e: e.sum(dim=-1)), _NO_KEEPDIM),
+        CodeSlip(
+            "row-min",
+            _softmax_body("x.min(dim=-1, keepdim=True).values"),
+            _ROW_MIN,
+        ),
+        CodeSlip(
+            "global-max",
+            (_softmax_body("x.max()"), _softmax_body("x.max()", "exps.sum()")),
+            _GLOBAL_MAX,
+        ),
+        CodeSlip(
+            "no-keepdim",
             (
-                _softmax_of(
-                    lambda t: t.max(dim=-1, keepdim=True).values,
-                    lambda e: e.sum(dim=-1),
-                ),
-                _NO_KEEPDIM,
+                _softmax_body("x.max(dim=-1).values"),
+                _softmax_body("x.max(dim=-1).values", "exps.sum(dim=-1)"),
             ),
-        ]
-    slips = []
-    for softmax, why in wrong:
-        gives = softmax(x)
-        right = torch.allclose(gives.double(), expected.double(), atol=1e-5, rtol=1e-4)
-        slips.append(Slip(None if right else _same_as(gives), why))
-    return slips
-
-
-def _same_as(gives):
-    """A predicate: whether an answer has the values, NaN and inf of ``gives``."""
-    target = gives.detach().to("cpu", torch.float64)
-
-    def same(answer):
-        if not isinstance(answer, torch.Tensor) or answer.shape != target.shape:
-            return False
-        values = answer.detach().to("cpu", torch.float64)
-        return bool(
-            torch.allclose(values, target, atol=1e-5, rtol=1e-4, equal_nan=True)
-        )
-
-    return same
-
-
-@exercise_check("fn")
-def check_softmax(fn):
-    """Check a hand-written softmax against ``torch.softmax(x, dim=-1)``.
-
-    Introduced in Chapter 1. ``fn(x)`` must return the softmax of ``x`` along its
-    last dimension. It is tried on 6 inputs: a small vector, a vector of large
-    scores (around 1000, where a naive ``exp(x) / exp(x).sum()`` overflows), a
-    vector spread over [0, 100], a (2, 5) matrix whose rows differ in magnitude, a
-    random matrix and a square matrix with negative and tied scores. Your function
-    must not change its input.
-
-    Parameters
-    ----------
-    fn : callable
-        Your softmax: takes a tensor, returns a tensor of the same shape.
-
-    Returns
-    -------
-    None
-        Prints one line starting with ✅ when all 6 inputs pass.
-
-    Raises
-    ------
-    AssertionError
-        On the first input where ``fn`` raises, changes its input in place, returns
-        something that is not a tensor, returns another shape, NaN or infinite
-        values (with an explanation of overflow and the subtract-the-maximum fix),
-        rows that do not sum to 1 or wrong values. Known slips are named:
-        subtracting the row's minimum, or the maximum of the whole tensor, a max or
-        sum without ``keepdim=True`` and a sum over the whole tensor.
-    TypeError
-        If ``fn`` is not a function, e.g. a tensor it returned.
-
-    Shapes
-    ------
-    Letters: see attn_course.shapes.
-    x : (..., T)
-    output : (..., T)
-
-    Examples
-    --------
-    >>> import torch
-    >>> def softmax(x):
-    ...     x = x - x.max(dim=-1, keepdim=True).values
-    ...     return torch.exp(x) / torch.exp(x).sum(dim=-1, keepdim=True)
-    >>> check_softmax(softmax)  # doctest: +NORMALIZE_WHITESPACE
-    ✅ check_softmax: your softmax is correct; it matches torch.softmax on all 6 test
-    inputs, including large values and rows of different magnitude.
-
-    The naive version overflows on large scores:
-
-    >>> def naive_softmax(x):
-    ...     return torch.exp(x) / torch.exp(x).sum()
-    >>> check_softmax(naive_softmax)
-    Traceback (most recent call last):
-    ...
-    AssertionError: check_softmax: ... large scores ... NaN ... overflows ...
-    """
-    name = "check_softmax: your softmax's output"
-
-    def verify(case, output):
-        (x,) = case.args
-        expected = torch.softmax(x, dim=-1)
-        output = expect_tensor(output, name, case.where)
-        expect_shape(output, expected, name, case.where)
-        why = first_slip(output, _softmax_slips(x))
-        if why:
-            finite = bool(torch.isfinite(output.detach()).all())
-            what = "values are off" if finite else "found NaN or infinite values"
-            raise AssertionError(
-                f"{name}{case.where}: {what}: {fmt_values(output)}. {why}"
-            )
-        large = bool(x.abs().max() > 80)
-        expect_finite(output, name, case.where, hint=_OVERFLOW if large else "")
-        expect_weights(output, name, case.where)
-        expect_close(output, expected, name, case.where, atol=1e-5, rtol=1e-4)
-
-    cases = _softmax_cases()
-    run_cases(
-        "check_softmax",
-        fn,
-        cases,
-        verify,
-        example="softmax",
-        fix="work on new tensors, e.g. x = x - x.max(dim=-1, keepdim=True).values "
-        "instead of x -= ..., and torch.exp(x) instead of x.exp_().",
-        success="your softmax is correct; it matches torch.softmax on all "
-        f"{len(cases)} test inputs, including large values and rows of different "
-        "magnitude.",
-    )
+            _NO_KEEPDIM,
+        ),
+        CodeSlip("whole-sum", _softmax_body(_ROW_MAX, "exps.sum()"), _WHOLE_SUM),
+    ),
+)
+check_softmax = SOFTMAX.make_check()
 
 
 def _context_slips(inputs, index, temperature):

@@ -35,12 +35,17 @@ NAMESPACE = {"torch": torch, "F": F, "math": math}
 @dataclass(frozen=True)
 class Slip:
     """A usual wrong answer: a short name, the body of the function a learner
-    writes, and what the check says to an answer that gives what it gives (a
-    format string over the case's facts, see :attr:`Exercise.facts`)."""
+    writes (or a tuple of bodies, variants of one slip), and what the check says to
+    an answer that gives what one of them gives (a format string over the case's
+    facts, see :attr:`Exercise.facts`)."""
 
     name: str
-    body: str
+    body: str | tuple[str, ...]
     says: str
+
+    @property
+    def bodies(self):
+        return (self.body,) if isinstance(self.body, str) else self.body
 
 
 @dataclass(frozen=True)
@@ -64,7 +69,7 @@ class Exercise:
     cases: tuple[tuple, ...]
     slips: tuple[Slip, ...]
     rule: str
-    describe: Callable[..., str]
+    describe: Callable[..., str] | None = None
     facts: Callable[..., dict] = lambda *args: {}
     tolerance: float = 0.0
     otherwise: Callable | None = None
@@ -90,8 +95,17 @@ class Exercise:
         return namespace[self.name]
 
     def all_cases(self):
-        """The argument tuples; ``cases`` may be a function that builds them."""
-        return tuple(self.cases() if callable(self.cases) else self.cases)
+        """The cases, as :class:`Case` s: ``cases`` holds argument tuples (named by
+        ``describe``) or cases, or is a function that builds them."""
+        items = self.cases() if callable(self.cases) else self.cases
+        return tuple(
+            item if isinstance(item, Case) else Case(self.describe(*item), item)
+            for item in items
+        )
+
+    def equal(self, a, b):
+        """Whether two results count as the same for this exercise."""
+        return (self.same or functools.partial(_same, tolerance=self.tolerance))(a, b)
 
     def _facts(self, args):
         return {**dict(zip(self.parameters, args, strict=True)), **self.facts(*args)}
@@ -101,12 +115,12 @@ class Exercise:
         every case; print the ✅ line when it is."""
         require_callable(fn, self.check, self.name)
         right = self.define(self.right)
-        slips = [(slip, self.define(slip.body)) for slip in self.slips]
-        same = self.same or functools.partial(_same, tolerance=self.tolerance)
+        slips = [(s, self.define(body)) for s in self.slips for body in s.bodies]
+        same = self.equal
         cases = self.all_cases()
         with seeded(0):
-            for args in cases:
-                case = Case(self.describe(*args), args)
+            for case in cases:
+                args = case.args
                 got = call(
                     fn,
                     self.check,
@@ -122,11 +136,13 @@ class Exercise:
                 facts = self._facts(args)
                 rule = self.rule.format(**facts)
                 subject = f"{self.check}: your {self.output} for {case.description}"
-                hits = [
-                    s.says.format(**facts)
-                    for s, f in slips
-                    if same(got, _gives(f, args))
-                ]
+                hits = list(
+                    dict.fromkeys(
+                        s.says.format(**facts)
+                        for s, f in slips
+                        if same(got, _gives(f, args))
+                    )
+                )
                 if len(hits) == 1:
                     raise AssertionError(f"{subject}: {hits[0]}; {rule}.")
                 if hits:
@@ -139,14 +155,14 @@ class Exercise:
                 raise AssertionError(
                     f"{subject}: {otherwise(got, expected, subject)}; {rule}."
                 )
-        rule = self.rule.format(**self._facts(cases[0]))
+        rule = self.rule.format(**self._facts(cases[0].args))
         passed(self.check, f"{self.name} is right on {len(cases)} cases: {rule}.")
 
     def doc(self):
         """The check's docstring: what it tries, and the slips it names."""
         slips = "\n".join(f"- {slip.name}" for slip in self.slips)
         chapter = int(self.label[2:4])
-        rule = self.rule.format(**self._facts(self.all_cases()[0]))
+        rule = self.rule.format(**self._facts(self.all_cases()[0].args))
         return (
             f"Check {self.name}: {rule}. Introduced in Chapter {chapter}.\n\n"
             f"Tried on {len(self.all_cases())} cases; the slips it names:\n\n{slips}\n"

@@ -283,7 +283,7 @@ def test_check_make_example_fn_never_shows_the_right_targets():
 
 
 def test_the_top_k_cases_cover_the_sizes_without_ties():
-    cases = TOP_K.all_cases()
+    cases = [case.args for case in TOP_K.all_cases()]
     sizes = {(logits.shape[0], logits.shape[1], k) for logits, k in cases}
     assert {B for B, _, _ in sizes} == {1, 3}
     assert {V for _, V, _ in sizes} == {5, 10}
