@@ -1,17 +1,17 @@
 """Every exercise, answered wrong and right, in its notebook run top to bottom.
 
-For each chapter the notebook is executed once with every answer cell holding a
-right answer, and once per round of wrong answers (round k gives each exercise its
-k-th wrong answer from ``tests/exercises``, or the right one when it has fewer).
-Each check must then print its ✅ for a right answer, and fail with an
-``AssertionError`` whose message holds the expected explanation for a wrong one,
-never with a bare error of PyTorch or Python. In every run the solutions still
-pass their own checks: a solution cannot depend on what the learner wrote.
+For each chapter the notebook is executed twice: with every answer cell holding a
+right answer, and with every one holding its wrong answer from ``tests/exercises``
+(every slip is unit-tested through its table; these runs show the wiring of answer
+cell, check cell and solution in the real notebook). Each check must then print
+its ✅ for a right answer, and fail with an ``AssertionError`` whose message holds
+the expected explanation for a wrong one, never with a bare error of PyTorch or
+Python. In every run the solutions still pass their own checks: a solution cannot
+depend on what the learner wrote.
 
 The notebooks run two at a time in kernels of their own, in the numeric environment
 the outputs were stored in (:mod:`tools.reproducible`). Each test waits for the run
-it reads. ``make exercises`` runs this
-file (it is slow: every chapter runs four or more times).
+it reads. ``make exercises`` runs this file.
 """
 
 from __future__ import annotations
@@ -41,15 +41,11 @@ KERNEL_ENV = {**os.environ, **STORING_ENV}
 
 
 def _rounds(answers):
-    """The answer sources of each run: ``{"right": {...}, "wrong 1": {...}, ...}``."""
-    count = max(len(a.wrong) for a in answers.values())
-    runs = {"right": {label: a.right for label, a in answers.items()}}
-    for k in range(count):
-        runs[f"wrong {k + 1}"] = {
-            label: a.wrong[k].source if k < len(a.wrong) else a.right
-            for label, a in answers.items()
-        }
-    return runs
+    """The answer sources of each run: ``{"right": {...}, "wrong": {...}}``."""
+    return {
+        "right": {label: a.right for label, a in answers.items()},
+        "wrong": {label: a.wrong[0].source for label, a in answers.items()},
+    }
 
 
 def _execute(name, sources):
@@ -103,19 +99,19 @@ def _cases():
     for name, answers in TABLES.items():
         for label, answer in answers.items():
             yield pytest.param(name, label, "right", None, id=f"{label}-right")
-            for k, slip in enumerate(answer.wrong):
-                yield pytest.param(
-                    name, label, f"wrong {k + 1}", slip, id=f"{label}-{slip.slip}"
-                )
+            slip = answer.wrong[0]
+            yield pytest.param(name, label, "wrong", slip, id=f"{label}-{slip.slip}")
 
 
-def test_every_exercise_has_answers_and_three_wrong_ones():
+def test_every_exercise_has_a_right_and_a_wrong_answer():
     for name, answers in TABLES.items():
         notebook = nbformat.read(CHAPTERS / name, as_version=4)
         labels = [ex.label for ex in exercises(notebook)]
         assert sorted(answers) == sorted(labels), f"{name}: tables and notebook differ"
         for label, answer in answers.items():
-            assert len(answer.wrong) >= 3, f"{label}: fewer than three wrong answers"
+            assert len(answer.wrong) == 1, (
+                f"{label}: one wrong answer, not {len(answer.wrong)}"
+            )
             for slip in answer.wrong:
                 assert slip.says, f"{label} {slip.slip}: says nothing to look for"
     covered = {path.name for path in CHAPTERS.glob("*.ipynb")}

@@ -58,7 +58,9 @@ class Exercise:
     gives the values that ``rule`` and the slips' ``says`` may name besides the
     arguments; ``rule`` says what the right answer does; ``same(got, output)``
     says whether an answer is as good as an output (by default: equal, within
-    ``tolerance``).
+    ``tolerance``). With ``value=True`` the learner gives the output itself, not a
+    function: a check written by hand calls :meth:`judge_value`, and ``right`` and
+    the slips are the code that computes the output from the check's inputs.
     """
 
     label: str
@@ -77,6 +79,7 @@ class Exercise:
     fix: str = "compute new tensors instead of modifying the inputs."
     parameter: str | None = None
     same: Callable | None = None
+    value: bool = False
 
     @property
     def name(self):
@@ -110,17 +113,42 @@ class Exercise:
     def _facts(self, args):
         return {**dict(zip(self.parameters, args, strict=True)), **self.facts(*args)}
 
+    def verdict(self, got, args, description):
+        """Raise ``AssertionError`` unless ``got`` is the right output for ``args``:
+        naming the slip it matches, the slips it cannot tell apart, or else what
+        differs."""
+        expected = self.define(self.right)(*args)
+        if self.equal(got, expected):
+            return
+        facts = self._facts(args)
+        rule = self.rule.format(**facts)
+        subject = f"{self.check}: your {self.output} for {description}"
+        hits = list(
+            dict.fromkeys(
+                slip.says.format(**facts)
+                for slip in self.slips
+                for body in slip.bodies
+                if self.equal(got, _gives(self.define(body), args))
+            )
+        )
+        if len(hits) == 1:
+            raise AssertionError(f"{subject}: {hits[0]}; {rule}.")
+        if hits:
+            raise AssertionError(
+                f"{subject} is what several slips give: "
+                + "; or ".join(hits)
+                + f"; {rule}."
+            )
+        otherwise = self.otherwise or _otherwise
+        raise AssertionError(f"{subject}: {otherwise(got, expected, subject)}; {rule}.")
+
     def judge(self, fn):
         """Raise ``AssertionError`` naming the slip unless ``fn`` is right on
         every case; print the ✅ line when it is."""
         require_callable(fn, self.check, self.name)
-        right = self.define(self.right)
-        slips = [(s, self.define(body)) for s in self.slips for body in s.bodies]
-        same = self.equal
         cases = self.all_cases()
         with seeded(0):
             for case in cases:
-                args = case.args
                 got = call(
                     fn,
                     self.check,
@@ -130,33 +158,17 @@ class Exercise:
                     names=self.parameters,
                     **({"explain": self.explain} if self.explain else {}),
                 )
-                expected = right(*args)
-                if same(got, expected):
-                    continue
-                facts = self._facts(args)
-                rule = self.rule.format(**facts)
-                subject = f"{self.check}: your {self.output} for {case.description}"
-                hits = list(
-                    dict.fromkeys(
-                        s.says.format(**facts)
-                        for s, f in slips
-                        if same(got, _gives(f, args))
-                    )
-                )
-                if len(hits) == 1:
-                    raise AssertionError(f"{subject}: {hits[0]}; {rule}.")
-                if hits:
-                    raise AssertionError(
-                        f"{subject} is what several slips give: "
-                        + "; or ".join(hits)
-                        + f"; {rule}."
-                    )
-                otherwise = self.otherwise or _otherwise
-                raise AssertionError(
-                    f"{subject}: {otherwise(got, expected, subject)}; {rule}."
-                )
+                self.verdict(got, case.args, case.description)
         rule = self.rule.format(**self._facts(cases[0].args))
         passed(self.check, f"{self.name} is right on {len(cases)} cases: {rule}.")
+
+    def judge_value(self, answer, *args):
+        """The check of an exercise whose answer is a value (``value=True``): the
+        output asked for, for the inputs ``args``; print the ✅ line when right."""
+        description = self.describe(*args) if self.describe else "these inputs"
+        with seeded(0):
+            self.verdict(answer, args, description)
+        passed(self.check, f"right: {self.rule.format(**self._facts(args))}.")
 
     def doc(self):
         """The check's docstring: what it tries, and the slips it names."""

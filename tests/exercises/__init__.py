@@ -2,10 +2,12 @@
 
 One module per chapter (``ch01`` for Chapter 1, ...) holds ``NOTEBOOK``, the
 chapter's file name, and ``ANSWERS``, a dict from each exercise's label to its
-:class:`Answers`: the source of a right answer cell, and at least three typical
-wrong ones, each with the fragments that the check's explanation must contain.
-``tests/test_exercises.py`` puts them into the answer cells and runs the notebook
-top to bottom; the workshop check pastes the right ones into the student copies.
+:class:`Answers`: the source of a right answer cell, and one typical wrong one with
+the fragments that the check's explanation must contain (every slip of an exercise
+is unit-tested through its table, ``tests/test_tables.py``; the notebook run shows
+the wiring). ``tests/test_exercises.py`` puts them into the answer cells and runs
+the notebook top to bottom; the workshop check pastes the right ones into the
+student copies.
 """
 
 from __future__ import annotations
@@ -34,6 +36,20 @@ class Answers(NamedTuple):
 def wrong(slip: str, source: str, *says: str) -> Wrong:
     """A :class:`Wrong` answer; ``says`` are fragments of the expected message."""
     return Wrong(slip, source, says)
+
+
+def from_table(exercise, comment="", slip=0):
+    """The :class:`Answers` of a function exercise written as a table: answer cells
+    (``comment``, then the function) with its right body and with the first body of
+    its slip number ``slip``, which must draw the message the check gives that code
+    here, in full."""
+    cell = f"{comment}def {exercise.function}:\n{{}}".format
+    name, body = exercise.slips[slip].name, exercise.slips[slip].bodies[0]
+    try:
+        exercise.make_check()(exercise.define(body))
+    except AssertionError as error:
+        return Answers(cell(exercise.right), (wrong(name, cell(body), str(error)),))
+    raise AssertionError(f"{exercise.label}: the slip {name!r} passes its check")
 
 
 def chapters():
