@@ -38,18 +38,22 @@ def wrong(slip: str, source: str, *says: str) -> Wrong:
     return Wrong(slip, source, says)
 
 
-def from_table(exercise, comment="", slip=0):
+def from_table(exercise, comment="", slip=0, name=None):
     """The :class:`Answers` of a function exercise written as a table: answer cells
-    (``comment``, then the function) with its right body and with the first body of
-    its slip number ``slip``, which must draw the message the check gives that code
-    here, in full."""
-    cell = f"{comment}def {exercise.function}:\n{{}}".format
-    name, body = exercise.slips[slip].name, exercise.slips[slip].bodies[0]
+    (``comment``, then the function, called ``name`` if the notebook's check cell
+    passes another name) with its right body and with the first body of its slip
+    number ``slip``; the check must say here, in full, what it says there."""
+    signature = exercise.function.replace(exercise.name, name or exercise.name, 1)
+    cell = f"{comment}def {signature}:\n{{}}".format
+    chosen = exercise.slips[slip]
     try:
-        exercise.make_check()(exercise.define(body))
+        exercise.make_check()(exercise.define(chosen.bodies[0]))
     except AssertionError as error:
-        return Answers(cell(exercise.right), (wrong(name, cell(body), str(error)),))
-    raise AssertionError(f"{exercise.label}: the slip {name!r} passes its check")
+        says = str(error)
+        return Answers(
+            cell(exercise.right), (wrong(chosen.name, cell(chosen.bodies[0]), says),)
+        )
+    raise AssertionError(f"{exercise.label}: the slip {chosen.name!r} passes its check")
 
 
 def chapters():
