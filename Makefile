@@ -3,7 +3,8 @@
 #   make book      build the website from the stored outputs; prints index.html's path
 #   make serve     serve the built website on http://127.0.0.1:8000 (PORT=...), where
 #                  its search shows an excerpt of every page it finds
-#   make test      lint, unit tests, nbval (strict), book build (-W), browser check;
+#   make test      lint, unit tests, nbval (strict, every exercise answered wrong and
+#                  right), book build (-W), browser check, workshop check;
 #                  on a machine that cannot reproduce the stored numbers (not x86-64
 #                  with AVX2) it stops at once and says to run make test-anywhere
 #   make test-anywhere  the same checks with the notebooks run but their numbers
@@ -81,14 +82,17 @@ unit: $(STAMP)
 	$(BIN)/pytest
 
 # Stored outputs are compared in the pinned numeric environment of
-# tools/reproducible.py (see the README's "Reproducible numbers"), as they were stored.
-NBVAL := --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg $(NOTEBOOKS)
+# tools/reproducible.py (see the README's "Reproducible numbers"), as they were stored;
+# after each check cell, its exercise is answered wrong and right in the same kernel
+# (tests/exercise_rounds.py). Two notebooks at a time, each in one process.
+NBVAL := -n 2 --dist loadfile -p tests.exercise_rounds --nbval-current-env \
+	--nbval-sanitize-with tests/sanitize.cfg $(NOTEBOOKS)
 nbval: $(STAMP)
-	$(BIN)/python -m tools.reproducible run -- $(BIN)/pytest --nbval $(NBVAL)
+	$(BIN)/python -m tools.reproducible run -- $(BIN)/python -m pytest --nbval $(NBVAL)
 
 # Every notebook run top to bottom, its outputs not compared: for any machine.
 nbval-lax: $(STAMP)
-	$(BIN)/pytest --nbval-lax $(NBVAL)
+	$(BIN)/python -m pytest --nbval-lax $(NBVAL)
 
 # What tests/elsewhere/sitecustomize.py and the variables set here ask for, the pinned
 # environment must override: the stored outputs still match.
@@ -96,10 +100,10 @@ nbval-elsewhere: $(STAMP)
 	ATEN_CPU_CAPABILITY=avx512 OMP_NUM_THREADS=4 MKL_CBWR=AUTO ATTN_COURSE_SEEN_CORES=4 \
 		PYTHONPATH=$(CURDIR)/tests/elsewhere taskset -c 0 $(MAKE) nbval
 
-# Every exercise answered right, and wrong in three or more typical ways, in its
-# notebook run top to bottom (several runs of every chapter, two at a time).
+# Every exercise answered wrong and right in its notebook, the notebooks run top to
+# bottom without comparing their stored outputs (make nbval does both at once).
 exercises: $(STAMP)
-	$(BIN)/pytest -p no:nbval -m exercises tests/test_exercises.py
+	$(BIN)/python -m tools.reproducible run -- $(BIN)/python -m pytest --nbval-lax $(NBVAL)
 
 # Without the nbval plugin, which the browser check does not use, pytest starts
 # without importing nbformat and jsonschema (over a second).
@@ -114,7 +118,7 @@ site-check: $(STAMP)
 reproducible:
 	@$(PYTHON) -m tools.reproducible check
 
-test: reproducible lint unit nbval exercises book-all site-check workshop-check
+test: reproducible lint unit nbval book-all site-check workshop-check
 
 test-anywhere: lint unit nbval-lax book-all site-check
 

@@ -10,8 +10,8 @@ An :class:`Exercise` holds the reference answer and each usual wrong answer
   cannot tell apart, or else the first wrong entry;
 - the unit tests (``tests/test_tables.py``): every slip fails with its own
   explanation, the right answer passes;
-- the wrong rounds of ``make exercises`` (``tests/exercises``) and the check's
-  documentation (:meth:`Exercise.doc`).
+- the answers of the notebook rounds (``tests/exercises``, ``from_table``) and
+  the check's documentation (:meth:`Exercise.doc`).
 """
 
 from __future__ import annotations
