@@ -16,6 +16,7 @@ import re
 import sys
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -284,9 +285,9 @@ def main(argv: list[str] | None = None) -> int:
         print(problem())
         return 3
     paths = [path.resolve() for path in args.paths] or chapter_notebooks()
-    for path in paths:
-        print(f"executing {path.relative_to(ROOT)} ...", flush=True)
-        print(f"  done in {execute(path):.1f} s", flush=True)
+    with ThreadPoolExecutor(max_workers=2) as pool:  # two kernels of one thread each
+        for path, seconds in zip(paths, pool.map(execute, paths), strict=True):
+            print(f"executed {path.relative_to(ROOT)} in {seconds:.1f} s", flush=True)
     return 0
 
 
