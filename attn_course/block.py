@@ -60,7 +60,6 @@ class FeedForward(nn.Module):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     x : (B, T, D) -> (B, T, D)
 
     Examples
@@ -133,7 +132,6 @@ class TransformerBlock(nn.Module):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     x : (B, T, D) -> (B, T, D)
     key_padding_mask : (B, T)
     weights : (B, H, T, T)

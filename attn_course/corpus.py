@@ -16,7 +16,6 @@ training windows.
 
 Shapes
 ------
-Letters: see attn_course.shapes.
 ids : (N,)
 inputs, targets : (B, T)
 
@@ -83,7 +82,6 @@ class CharTokenizer:
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     ids : (N,), from encode and for decode
 
     Examples
@@ -153,7 +151,6 @@ def train_val_split(ids, val_fraction=0.1):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     ids : (N,)
 
     Examples
@@ -177,7 +174,6 @@ def random_windows(ids, batch_size, context_length, *, generator=None):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     ids : (N,)
     inputs, targets : (B, T) with ``T = context_length``
 

@@ -35,7 +35,6 @@ class ToySentence(NamedTuple):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     embeddings : (T, D)
 
     Examples
@@ -67,7 +66,6 @@ def hello_shiny_sun() -> ToySentence:
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     embeddings : (3, 3)
 
     Examples
@@ -112,7 +110,6 @@ def your_journey() -> ToySentence:
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     embeddings : (6, 3)
 
     Examples

@@ -30,7 +30,6 @@ words written on it (the tests read the labels through it).
 
 Shapes
 ------
-Letters: see attn_course.shapes.
 """
 
 from __future__ import annotations
@@ -899,17 +898,8 @@ def position_methods(ids, d_model, num_heads, vocab_size):
     -------
     matplotlib.figure.Figure
 
-    Raises
-    ------
-    TypeError
-        If ``ids`` is not a tensor or a size is not an int.
-    ValueError
-        If ``ids`` is not 2-D, or ``d_model`` is not ``num_heads`` times an even
-        head width.
-
     Shapes
     ------
-    Letters: see attn_course.shapes.
     ids : (B, T)
 
     Examples
@@ -1024,7 +1014,6 @@ def gpt_model(idx, config):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     idx : (B, T)
 
     Examples
@@ -1483,11 +1472,6 @@ def timeline(events):
     events : sequence of attn_course.history.Event
         Anything with ``year``, ``month``, ``label`` and ``kind`` (one of
         ``attn_course.history.KINDS``), in date order.
-
-    Raises
-    ------
-    ValueError
-        If there are no events, they are not in date order, or a kind is unknown.
 
     Examples
     --------

@@ -89,18 +89,8 @@ def online_softmax(x, block_size, dim=-1):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     x : (...)
     output : (...)
-
-    Raises
-    ------
-    TypeError
-        If ``x`` is not a floating-point tensor, or ``block_size`` or ``dim`` is not
-        an int.
-    ValueError
-        If ``x`` has no dimension or no entry along ``dim``, ``dim`` is out of
-        range, or ``block_size`` is smaller than 1.
 
     Examples
     --------
@@ -259,25 +249,11 @@ def tiled_attention(
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     query : (..., T_q, d_k)
     key : (..., T_k, d_k)
     value : (..., T_k, d_v)
     attn_mask : (..., T_q, T_k)
     output : (..., T_q, d_v)
-
-    Raises
-    ------
-    TypeError
-        If query, key or value is not a floating-point tensor, they do not share
-        one dtype, ``attn_mask`` is neither bool nor floating point,
-        ``block_size`` is not an int or ``scale`` is not a number.
-    ValueError
-        If an input has fewer than 2 dimensions, query and key differ in ``d_k``,
-        key and value differ in ``T_k``, the batch dimensions do not broadcast,
-        ``attn_mask`` does not broadcast to the scores or comes with
-        ``is_causal=True``, ``block_size`` is smaller than 1, or ``scale`` is not
-        a positive finite number.
 
     Examples
     --------
@@ -440,15 +416,7 @@ def sliding_window_mask(T, window, *, device=None):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     output : (T, T)
-
-    Raises
-    ------
-    TypeError
-        If ``T`` or ``window`` is not an int.
-    ValueError
-        If ``T`` or ``window`` is smaller than 1.
 
     Examples
     --------
@@ -485,11 +453,6 @@ def stored_benchmark(device="cpu"):
     device : {"cpu", "cuda"}, default "cpu"
         Which run: on the CPU, or on a GPU (stored only once a machine with one
         has run ``make bench``).
-
-    Raises
-    ------
-    FileNotFoundError
-        If no run on ``device`` is stored; the message says how to make one.
 
     Examples
     --------

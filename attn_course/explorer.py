@@ -18,7 +18,6 @@ widget in its display bundle (:meth:`AttentionExplorer.still`).
 
 Shapes
 ------
-Letters: see attn_course.shapes.
 embeddings : (T, D)
 queries, keys : (T, d_k)
 """
@@ -281,7 +280,6 @@ class AttentionExplorer(_ControlledView):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     embeddings : (T, D)
     state.weights : (T,)
     state.context : (D,)
@@ -372,11 +370,6 @@ def attention_explorer(tokens, embeddings, *, query_index=1, temperature=1.0):
         ``dropdown``, ``slider``, ``state`` and ``update()`` are described in
         :class:`AttentionExplorer`.
 
-    Raises
-    ------
-    ImportError
-        If ipywidgets is not installed; the message says how to install it.
-
     Examples
     --------
     >>> from attn_course.data import your_journey
@@ -437,7 +430,6 @@ class MaskExplorer(_ControlledView):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     queries, keys : (T, d_k)
     state.weights : (T, T)
 
@@ -523,11 +515,6 @@ def mask_explorer(tokens, queries, keys, *, causal=True, convention="bool"):
     -------
     MaskExplorer
         An ``ipywidgets.VBox``; display it by ending a cell with it.
-
-    Raises
-    ------
-    ImportError
-        If ipywidgets is not installed; the message says how to install it.
 
     Examples
     --------

@@ -13,7 +13,6 @@ windows.
 
 Shapes
 ------
-Letters: see attn_course.shapes.
 idx : (B, T)
 logits : (B, T, V)
 
@@ -94,13 +93,6 @@ class GPTConfig:
         Key-value heads per attention layer, a divisor of ``num_heads``; fewer
         than ``num_heads`` is grouped-query attention, 1 is multi-query attention
         (Chapter 9). ``num_heads`` if not given.
-
-    Raises
-    ------
-    TypeError, ValueError
-        For a size that is not a positive int, a ``dropout`` outside ``[0, 1)``,
-        an unknown ``positions``, or ``d_model`` not divisible by ``num_heads``;
-        the message names the values received.
 
     Examples
     --------
@@ -196,7 +188,6 @@ class GPT(nn.Module):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     idx : (B, T)
     logits : (B, T, V)
     weights[layer] : (B, H, T, T)

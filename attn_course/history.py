@@ -130,13 +130,6 @@ def stored_step_times(device="cpu"):
     ----------
     device : {"cpu", "cuda"}, default "cpu"
 
-    Raises
-    ------
-    ValueError
-        If ``device`` is neither.
-    FileNotFoundError
-        If no run on ``device`` is stored; the message says how to make one.
-
     Examples
     --------
     >>> results = stored_step_times()
@@ -199,11 +192,6 @@ def length_model(name):
     Returns
     -------
     GRUSeq2Seq or attn_course.seq2seq.Seq2SeqTransformer
-
-    Raises
-    ------
-    ValueError
-        If ``name`` is not a key of :data:`LENGTH_WIDTHS`.
 
     Examples
     --------

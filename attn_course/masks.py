@@ -62,15 +62,7 @@ def causal_mask(T_q, T_k=None, *, offset=0, device=None):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     output : (T_q, T_k)
-
-    Raises
-    ------
-    TypeError
-        If ``T_q``, ``T_k`` or ``offset`` is not an int.
-    ValueError
-        If ``T_q`` or ``T_k`` is smaller than 1, or ``offset`` smaller than 0.
 
     Examples
     --------
@@ -116,18 +108,8 @@ def padding_mask(lengths, max_len=None):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     lengths : (B,)
     output : (B, max_len)
-
-    Raises
-    ------
-    TypeError
-        If ``lengths`` is not a list, tuple or tensor of whole numbers, or
-        ``max_len`` is not an int.
-    ValueError
-        If ``lengths`` is empty or not 1-D, a length is negative or larger than
-        ``max_len``, or the padded length would be 0.
 
     Examples
     --------
@@ -207,14 +189,8 @@ def to_additive_mask(mask, dtype=torch.float32):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     mask : (...)
     output : (...)
-
-    Raises
-    ------
-    TypeError
-        If ``mask`` is not a bool tensor or ``dtype`` is not a floating-point dtype.
 
     Examples
     --------
@@ -259,15 +235,7 @@ def key_padding_to_attn_mask(mask):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     mask : (B, T_k) -> (B, 1, 1, T_k)
-
-    Raises
-    ------
-    TypeError
-        If ``mask`` is not a bool tensor.
-    ValueError
-        If ``mask`` is not 2-D.
 
     Examples
     --------

@@ -18,7 +18,6 @@ The model is any module that maps token ids ``(B, T)`` to logits
 
 Shapes
 ------
-Letters: see attn_course.shapes.
 ids : (B, T)
 targets : (B, T)
 logits : (B, T, vocab_size)
@@ -62,16 +61,8 @@ def previous_token_batch(batch_size, length, vocab_size, *, generator):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     ids : (B, T)
     targets : (B, T)
-
-    Raises
-    ------
-    TypeError
-        If a size is not an int or ``generator`` is not a ``torch.Generator``.
-    ValueError
-        If ``batch_size`` is below 1, or ``length`` or ``vocab_size`` below 2.
 
     Examples
     --------
@@ -163,14 +154,6 @@ def train(model, *, steps, batch_size, length, vocab_size, lr, seed, task=None):
     list of float
         The loss of every step, in nats per token.
 
-    Raises
-    ------
-    TypeError
-        If ``model`` is not a module, or a size is not an int.
-    ValueError
-        If a size is out of range, ``lr`` is not positive, or the model's output
-        has the wrong shape.
-
     Examples
     --------
     >>> _ = torch.manual_seed(0)
@@ -230,18 +213,9 @@ def accuracy_by_position(model, ids, targets):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     ids : (B, T)
     targets : (B, T)
     output : (T,)
-
-    Raises
-    ------
-    TypeError
-        If ``ids`` or ``targets`` is not a tensor.
-    ValueError
-        If they are not 2-D of the same shape, or the model's output has the wrong
-        shape.
 
     Examples
     --------

@@ -13,7 +13,6 @@ draws ``N`` of them side by side, e.g. one per head.
 
 Shapes
 ------
-Letters: see attn_course.shapes.
 weights : (T_q, T_k)
 stack : (N, T_q, T_k)
 
@@ -373,17 +372,8 @@ def attention_heatmap(
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     weights : (T_q, T_k)
     query_tokens, key_tokens : (T_q,), (T_k,)
-
-    Raises
-    ------
-    TypeError
-        If ``weights`` is not numeric, ``fmt`` is not a str, or tokens are given as
-        one string.
-    ValueError
-        If ``weights`` is not 2-D or the token counts do not match its shape.
 
     Examples
     --------
@@ -670,17 +660,8 @@ def heatmap_grid(
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     weights : (N, T_q, T_k)
     weights[i] : (T_q, T_k)
-
-    Raises
-    ------
-    TypeError
-        If ``titles`` is not a sequence or ``ncols`` not an int.
-    ValueError
-        If a matrix is not 2-D, ``ncols`` is below 1, or the number of titles or
-        tokens does not match.
 
     Examples
     --------
@@ -753,17 +734,8 @@ def weight_bars(weights, tokens, *, ax=None, title=None):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     weights : (T_k,)
     tokens : (T_k,)
-
-    Raises
-    ------
-    TypeError
-        If ``weights`` is not numeric, or the tokens are one string.
-    ValueError
-        If ``weights`` holds more than one query, or its length differs from the
-        number of tokens.
 
     Examples
     --------
@@ -844,19 +816,8 @@ def temperature_panel(tokens, embeddings, query_index, temperatures=(0.25, 1.0, 
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     tokens : (T,)
     embeddings : (T, D)
-
-    Raises
-    ------
-    TypeError
-        If ``temperatures`` is not a sequence, or an argument is of the wrong kind
-        (see :func:`attn_course.walkthrough.query_attention`).
-    ValueError
-        If there are no temperatures, ``query_index`` is out of range, a
-        temperature is not positive, or the number of tokens differs from the
-        number of embedding rows.
 
     Examples
     --------
@@ -957,18 +918,8 @@ def line_panels(
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     x : (N,)
     y : (N,)
-
-    Raises
-    ------
-    TypeError
-        If ``panels`` or one of its values is not a mapping, ``ylabels`` or
-        ``log_y`` is neither one value nor a sequence, or ``ncols`` is not an int.
-    ValueError
-        If there are no panels, a panel has no curves, a curve's length differs
-        from ``x``, or the number of ``ylabels`` or ``log_y`` flags is wrong.
 
     Examples
     --------
@@ -1088,16 +1039,7 @@ def heatmap_panels(
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     weights[i] : (T_q, T_k)
-
-    Raises
-    ------
-    TypeError
-        If ``weights`` or another per-panel argument is not a sequence.
-    ValueError
-        If there are no matrices, a matrix is not 2-D, or the number of titles,
-        labels or tokens does not match.
 
     Examples
     --------

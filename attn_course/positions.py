@@ -21,7 +21,6 @@ apart).
 
 Shapes
 ------
-Letters: see attn_course.shapes.
 x : (..., T, d)
 positions : (T,)
 alibi_bias : (H, T_q, T_k)
@@ -76,15 +75,7 @@ def sinusoidal_positions(context_length, d_model):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     output : (context_length, d_model)
-
-    Raises
-    ------
-    TypeError
-        If a size is not an int.
-    ValueError
-        If a size is below 1, or ``d_model`` is odd.
 
     Examples
     --------
@@ -144,15 +135,7 @@ def rope_permutation(d):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     output : (d,)
-
-    Raises
-    ------
-    TypeError
-        If ``d`` is not an int.
-    ValueError
-        If ``d`` is below 2 or odd.
 
     Examples
     --------
@@ -239,13 +222,7 @@ def rope_frequencies(d, base=10000.0, *, scaling=None):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     output : (d/2,)
-
-    Raises
-    ------
-    TypeError, ValueError
-        If ``d``, ``base`` or ``scaling`` is not valid.
 
     Examples
     --------
@@ -380,19 +357,8 @@ def apply_rope(x, positions=None, *, base=10000.0, interleaved=False, scaling=No
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     x : (..., T, d) -> (..., T, d)
     positions : (T,)
-
-    Raises
-    ------
-    TypeError
-        If ``x`` or ``positions`` is not a tensor, ``x`` is not floating point,
-        ``positions`` does not hold integers, ``base`` is not a number or
-        ``interleaved`` is not a bool.
-    ValueError
-        If ``x`` has fewer than 2 dimensions, ``d`` is odd, ``positions`` is not
-        1-D or has not ``T`` entries, or ``base`` is not a positive finite number.
 
     Examples
     --------
@@ -490,15 +456,7 @@ def alibi_slopes(num_heads):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     output : (H,)
-
-    Raises
-    ------
-    TypeError
-        If ``num_heads`` is not an int.
-    ValueError
-        If ``num_heads`` is below 1.
 
     Examples
     --------
@@ -561,16 +519,7 @@ def alibi_bias(num_heads, T_q, T_k=None, *, offset=0):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     output : (H, T_q, T_k)
-
-    Raises
-    ------
-    TypeError
-        If a size or ``offset`` is not an int.
-    ValueError
-        If a size is below 1, ``offset`` below 0, or a query would sit past the
-        last key (``offset + T_q > T_k``).
 
     Examples
     --------

@@ -24,7 +24,6 @@ the exact-match accuracy by source length.
 
 Shapes
 ------
-Letters: see attn_course.shapes.
 src : (B, T_s)
 tgt_in : (B, T_t)
 memory : (B, T_s, D)
@@ -90,20 +89,11 @@ class AdditiveAttention(nn.Module):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     query : (B, d_in)
     keys : (B, T_k, d_memory)
     key_padding_mask : (B, T_k)
     weights : (B, T_k)
     context : (B, d_memory)
-
-    Raises
-    ------
-    TypeError
-        If a size is not an int; when called, if an input is not a tensor or the
-        mask is not bool.
-    ValueError
-        If a size is below 1; when called, if the shapes do not fit together.
 
     Examples
     --------
@@ -258,20 +248,10 @@ class GRUSeq2Seq(nn.Module):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     src : (B, T_s)
     tgt_in : (B, T_t)
     logits : (B, T_t, V)
     weights : (B, T_t, T_s)
-
-    Raises
-    ------
-    TypeError
-        If a size is not an int or a flag not a bool; when called, if the ids are
-        not a LongTensor.
-    ValueError
-        If a size is below 1 or both flags are set; when called, if the ids are
-        not 2-D, longer than ``context_length``, or a source has no real token.
 
     Examples
     --------
@@ -365,7 +345,6 @@ class GRUSeq2Seq(nn.Module):
 
         Shapes
         ------
-        Letters: see attn_course.shapes.
         src : (B, T_s)
         memory : (B, T_s, D)
         """
@@ -399,7 +378,6 @@ class GRUSeq2Seq(nn.Module):
 
         Shapes
         ------
-        Letters: see attn_course.shapes.
         tgt_in : (B, T_t)
         memory : (B, T_s, D)
         src_mask : (B, T_s)
@@ -470,13 +448,7 @@ def exact_match_by_length(model, data, *, batch_size=1000):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     data.src : (N, T_s)
-
-    Raises
-    ------
-    TypeError
-        If ``data`` is not a :class:`attn_course.translation.Batch`.
 
     Examples
     --------

@@ -22,7 +22,6 @@ reads.
 
 Shapes
 ------
-Letters: see attn_course.shapes.
 src : (B, T_s)
 tgt_in : (B, T_t)
 memory : (B, T_s, D)
@@ -102,15 +101,6 @@ class Seq2SeqConfig:
     causal_decoder : bool, default True
         ``False`` lets the decoder's self-attention see future target tokens; that
         is a bug, kept as an option only for the chapter's exercise.
-
-    Raises
-    ------
-    TypeError
-        If a size or ``pad_id`` is not an int, or ``dropout`` not a number.
-    ValueError
-        If a size is below 1, ``pad_id`` is not an id of both vocabularies,
-        ``dropout`` is not in [0, 1), or ``d_model`` is odd or not divisible by
-        ``num_heads``.
     """
 
     src_vocab_size: int
@@ -178,7 +168,6 @@ class EncoderLayer(TransformerBlock):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     x : (B, T_s, D) -> (B, T_s, D)
     src_mask : (B, T_s)
     weights : (B, H, T_s, T_s)
@@ -225,7 +214,6 @@ class DecoderLayer(nn.Module):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     y : (B, T_t, D) -> (B, T_t, D)
     memory : (B, T_s, D)
     tgt_mask, src_mask : (B, T_t), (B, T_s)
@@ -291,7 +279,6 @@ class AttentionMaps(NamedTuple):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     encoder[layer] : (B, H, T_s, T_s)
     decoder[layer] : (B, H, T_t, T_t)
     cross[layer] : (B, H, T_t, T_s)
@@ -328,18 +315,9 @@ class Seq2SeqTransformer(nn.Module):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     src : (B, T_s)
     tgt_in : (B, T_t)
     logits : (B, T_t, V)
-
-    Raises
-    ------
-    TypeError
-        If ``config`` is not a :class:`Seq2SeqConfig`; when called, if the ids
-        are not a LongTensor.
-    ValueError
-        When called, if the ids are not 2-D or longer than ``context_length``.
 
     Examples
     --------
@@ -401,7 +379,6 @@ class Seq2SeqTransformer(nn.Module):
 
         Shapes
         ------
-        Letters: see attn_course.shapes.
         src : (B, T_s)
         memory : (B, T_s, D)
         weights[layer] : (B, H, T_s, T_s)
@@ -437,7 +414,6 @@ class Seq2SeqTransformer(nn.Module):
 
         Shapes
         ------
-        Letters: see attn_course.shapes.
         tgt_in : (B, T_t)
         memory : (B, T_s, D)
         src_mask : (B, T_s)
@@ -537,17 +513,8 @@ def greedy_decode(model, src, *, max_len=None, bos_id=1, eos_id=2):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     src : (B, T_s)
     output : (B, N)
-
-    Raises
-    ------
-    TypeError
-        If ``max_len``, ``bos_id`` or ``eos_id`` is not an int, or ``src`` is not
-        a LongTensor.
-    ValueError
-        If ``max_len`` is below 1 or an id is negative.
     """
     pad_id = model.config.pad_id
     if max_len is None:
@@ -727,15 +694,6 @@ def train(
         The training loss of every step.
     epochs : list of EpochLog
         One entry per epoch.
-
-    Raises
-    ------
-    TypeError
-        If ``epochs``, ``batch_size`` or ``warmup_steps`` is not an int, or ``lr``
-        not a number.
-    ValueError
-        If ``epochs`` or ``batch_size`` is below 1, ``warmup_steps`` negative, or
-        ``lr`` not positive.
     """
     epochs = require_int(epochs, "epochs")
     batch_size = require_int(batch_size, "batch_size")

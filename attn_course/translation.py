@@ -23,7 +23,6 @@ Sentence pairs become padded id tensors, ``<bos>`` and ``<eos>`` framing the tar
 
 Shapes
 ------
-Letters: see attn_course.shapes.
 src : (B, T_s)
 tgt_in, tgt_out : (B, T_t)
 
@@ -154,13 +153,6 @@ class Clause:
         ``"can"``, ``"must"`` or ``"wants"`` (a key of :data:`MODALS`).
     opener : str, optional
         An opening adverb or conjunction, a key of :data:`OPENERS`.
-
-    Raises
-    ------
-    TypeError
-        If a word is not a str.
-    ValueError
-        If a word is not in the toy grammar; the message lists the choices.
 
     Examples
     --------
@@ -341,12 +333,6 @@ def parse_source(words):
     -------
     Clause
 
-    Raises
-    ------
-    ValueError
-        If the sentence is not in the toy grammar; the message names the word and
-        its position, and what the grammar expected there.
-
     Examples
     --------
     >>> parse_source("today the old man wants to visit the child").target()
@@ -468,11 +454,6 @@ class Vocab:
 
     def encode(self, words, *, bos=False, eos=False):
         """Turn words into ids, optionally framed by ``<bos>`` and ``<eos>``.
-
-        Raises
-        ------
-        ValueError
-            For a word that is not in the vocabulary (named with the closest fix).
         """
         if isinstance(words, str):
             words = words.split()
@@ -505,13 +486,7 @@ class Vocab:
 
         Shapes
         ------
-        Letters: see attn_course.shapes.
         output : (B, T)
-
-        Raises
-        ------
-        ValueError
-            If there are no sentences, or a word is not in the vocabulary.
         """
         rows = [self.encode(sentence, bos=bos, eos=eos) for sentence in sentences]
         if not rows:
@@ -612,13 +587,6 @@ def make_splits(num_train=8_000, num_val=500, num_test=1_000, *, seed=0):
     -------
     Splits
 
-    Raises
-    ------
-    TypeError
-        If a size is not an int.
-    ValueError
-        If a size is below 1, or all together ask for more than 100,000 sentences.
-
     Examples
     --------
     >>> splits = make_splits(5, 2, 2, seed=0)
@@ -667,7 +635,6 @@ class Batch(NamedTuple):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     src : (B, T_s)
     tgt_in, tgt_out : (B, T_t)
     """
@@ -694,7 +661,6 @@ def make_batch(pairs, src_vocab, tgt_vocab):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     src : (B, T_s)
     tgt_in, tgt_out : (B, T_t)
 
@@ -742,13 +708,6 @@ def iterate_batches(data, batch_size, *, generator=None, pad_id=Vocab.pad_id):
     Yields
     ------
     Batch
-
-    Raises
-    ------
-    TypeError
-        If ``batch_size`` is not an int.
-    ValueError
-        If ``batch_size`` is below 1.
 
     Examples
     --------

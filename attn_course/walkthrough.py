@@ -19,7 +19,6 @@ Both change nothing and return named tuples, so the static figures
 
 Shapes
 ------
-Letters: see attn_course.shapes.
 embeddings : (T, D)
 queries, keys : (T_q, d_k), (T_k, d_k)
 """
@@ -67,7 +66,6 @@ class QueryAttention(NamedTuple):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     scores : (T,)
     weights : (T,)
     context : (D,)
@@ -92,7 +90,6 @@ def as_embeddings(embeddings, name="embeddings"):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     embeddings : (T, D)
     """
     if isinstance(embeddings, np.ndarray):
@@ -143,20 +140,9 @@ def query_attention(tokens, embeddings, query_index, temperature=1.0):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     embeddings : (T, D)
     scores, weights : (T,)
     context : (D,)
-
-    Raises
-    ------
-    ValueError
-        If ``query_index`` is out of range, ``temperature`` is not positive and
-        finite, the number of tokens differs from the number of rows, or the
-        embeddings are not 2-D.
-    TypeError
-        If ``query_index`` is not an int, ``temperature`` not a number, or
-        ``embeddings`` not a tensor or array.
 
     Examples
     --------
@@ -231,7 +217,6 @@ class MaskedAttention(NamedTuple):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     allowed : (T_q, T_k)
     weights : (T_q, T_k)
 
@@ -254,7 +239,6 @@ def as_vectors(tensor, name):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     tensor : (T, d_k)
     """
     require_tensor(
@@ -301,17 +285,9 @@ def masked_attention(queries, keys, *, causal=True, convention="bool"):
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     queries : (T_q, d_k)
     keys : (T_k, d_k)
     allowed, weights : (T_q, T_k)
-
-    Raises
-    ------
-    ValueError
-        If ``convention`` is unknown, or the inputs are not 2-D or differ in width.
-    TypeError
-        If ``queries`` or ``keys`` is not a tensor.
 
     Examples
     --------
