@@ -221,8 +221,9 @@ _SHARED_SIZES = (
 
 
 def _repeat_key_value_heads(query, key, value):
-    """Key and value with each head (dimension -3) repeated for its group of query heads,
-    so that key head ``h`` lines up with query heads ``h * group .. (h + 1) * group - 1``.
+    """Key and value with each head (dimension -3) repeated for its group of query
+    heads, so that key head ``h`` lines up with query heads
+    ``h * group .. (h + 1) * group - 1``.
     """
     tensors = {"query": query, "key": key, "value": value}
     for name, tensor in tensors.items():
@@ -256,7 +257,9 @@ def _repeat_key_value_heads(query, key, value):
 
 
 def _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, scale):
-    """Raise a teaching error for bad inputs; return the scores shape, ``dropout_p`` and the scale."""
+    """Raise a teaching error for bad inputs; return the scores shape, ``dropout_p`` and
+    the scale.
+    """
     tensors = {"query": query, "key": key, "value": value}
     for name, tensor in tensors.items():
         require_floating(require_tensor(tensor, name), name)
@@ -318,8 +321,9 @@ def _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, scale):
 
 
 def _broadcast_shapes(*shapes):
-    """The shape that ``shapes`` broadcast to: ``torch.broadcast_shapes`` in plain Python,
-    which costs far less on every call of attention. Raises ``RuntimeError`` as it does.
+    """The shape that ``shapes`` broadcast to: ``torch.broadcast_shapes`` in plain
+    Python, which costs far less on every call of attention. Raises ``RuntimeError`` as
+    it does.
     """
     result = []
     for sizes in itertools.zip_longest(*(reversed(s) for s in shapes), fillvalue=1):

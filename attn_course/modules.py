@@ -35,8 +35,8 @@ from ._validate import (
 )
 from .functional import (
     _repeat_key_value_heads,
-    six_steps,
     scaled_dot_product_attention,
+    six_steps,
 )
 from .kv_cache import LayerCache
 from .masks import causal_mask, key_padding_to_attn_mask, require_padding_mask
@@ -84,7 +84,9 @@ def _checked(module, *values, split_heads=False):
 
 
 def _check_heads(d_out, num_heads, called_as):
-    """Unless ``d_out`` splits into ``num_heads``, raise; say how the module was called if the heads outnumber the features."""
+    """Unless ``d_out`` splits into ``num_heads``, raise; say how the module was called
+    if the heads outnumber the features.
+    """
     swapped = (
         f"num_heads={num_heads} is larger than d_out={d_out}; the module was called "
         f"as {called_as}: are two arguments swapped?"
@@ -111,7 +113,9 @@ def _check_kv_heads(num_kv_heads, num_heads):
 
 
 def _check_tokens(x, name, width_name, width, *, allow_unbatched):
-    """Check that x is a float ``(B, T, width)`` (or, with ``allow_unbatched``, ``(T, width)``) tensor; return T."""
+    """Check that x is a float ``(B, T, width)`` (or, with ``allow_unbatched``,
+    ``(T, width)``) tensor; return T.
+    """
     require_floating(require_tensor(x, name), name)
     ranks = (2, 3) if allow_unbatched else (3,)
     if x.dim() not in ranks:
@@ -155,7 +159,8 @@ def _check_length(T, context_length):
 
 
 class SelfAttentionV1(nn.Module):
-    """Self-attention with trainable query, key and value matrices. Introduced in Chapter 2.
+    """Self-attention with trainable query, key and value matrices.
+    Introduced in Chapter 2.
 
     Project each token to a query, key and value, scale the scores by
     ``1 / sqrt(d_out)``, softmax, mix the values. No mask. ``W_query``, ``W_key``,
@@ -370,7 +375,8 @@ class MultiHeadAttentionWrapper(nn.Module):
 
 
 class ShapeTracer:
-    """Record the name and shape of every step of a forward pass. Introduced in Chapter 5.
+    """Record the name and shape of every step of a forward pass.
+    Introduced in Chapter 5.
 
     Pass one as ``trace=`` to :class:`MultiHeadAttention` or :class:`CrossAttention`
     (any callable ``trace(name, tensor)`` works; a ``ShapeTracer`` also gets a note
@@ -471,8 +477,8 @@ class _MultiHeadBase(nn.Module):
         """Mask, project, split into heads, attend, merge the heads, project out.
 
         ``memory`` is ``x`` itself for self-attention; ``self.causal`` and
-        ``self._letters`` come from the subclass. With a ``cache``, the new keys and values
-        are appended to it and the queries attend to all it holds.
+        ``self._letters`` come from the subclass. With a ``cache``, the new keys and
+        values are appended to it and the queries attend to all it holds.
         """
         causal = self.causal
         Tq, Tk = self._letters
@@ -630,8 +636,9 @@ class MultiHeadAttention(_MultiHeadBase):
         """Attend from each token to the tokens it may see, in every head.
 
         ``key_padding_mask`` (``True`` = real token) is combined with the causal mask.
-        ``cache``, a :class:`attn_course.LayerCache` of the tokens before ``x`` (Chapter 9),
-        gets the new keys and values, and the weights become ``(B, H, T, past + T)``.
+        ``cache``, a :class:`attn_course.LayerCache` of the tokens before ``x``
+        (Chapter 9), gets the new keys and values, and the weights become
+        ``(B, H, T, past + T)``.
         """
         T = _check_tokens(x, "x", "d_in", self.d_in, allow_unbatched=False)
         past = 0
