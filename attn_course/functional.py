@@ -2,8 +2,8 @@
 
 ``torch.nn.functional.scaled_dot_product_attention`` does all of this in one fused
 call; here every step is a line you can read, print and change, and the weights
-can be handed back. ``...`` stands for any number of batch dimensions. Introduced in
-Chapter 1; every later chapter and every attention module calls it.
+can be handed back. ``...`` stands for any number of batch dimensions.
+Introduced in Chapter 1; every later chapter and every attention module calls it.
 """
 
 import itertools

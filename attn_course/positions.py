@@ -44,8 +44,8 @@ def sinusoidal_positions(context_length, d_model):
     """The fixed sine and cosine position vectors of the 2017 transformer.
 
     Position ``t`` gets ``sin(t / 10000^(2i/D))`` in feature ``2i`` and ``cos`` of the
-    same in feature ``2i + 1``: fast waves first, slow ones last. Introduced in
-    Chapter 6.
+    same in feature ``2i + 1``: fast waves first, slow ones last.
+    Introduced in Chapter 6.
 
     Shapes
     ------
