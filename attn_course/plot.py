@@ -75,7 +75,7 @@ def _png_width(png):
 
 
 def _new_figure(width, height):
-    """An empty figure with constrained layout, scaled down to :data:`MAX_WIDTH_INCHES`."""
+    """An empty constrained-layout figure, at most :data:`MAX_WIDTH_INCHES` wide."""
     scale = min(1.0, MAX_WIDTH_INCHES / width)
     fig = _NotebookFigure(figsize=(width * scale, height * scale), layout="constrained")
     fig.cell_text_scale = scale  # cells shrink with the figure: so do their numbers

@@ -400,7 +400,7 @@ class Vocab:
         )
 
     def decode(self, ids):
-        """Ids back to words: stop at the first ``<eos>``, drop ``<pad>`` and ``<bos>``."""
+        """Ids to words: stop at the first ``<eos>``, drop ``<pad>`` and ``<bos>``."""
         if isinstance(ids, torch.Tensor):
             ids = ids.tolist()
         words = []
