@@ -155,7 +155,7 @@ class MaskedAttention(NamedTuple):
 
 
 def as_vectors(tensor, name):
-    """``tensor`` as a detached floating-point ``(T, d_k)`` tensor, or a teaching error."""
+    """``tensor`` as a detached float ``(T, d_k)`` tensor, or a teaching error."""
     require_tensor(
         tensor,
         name,
