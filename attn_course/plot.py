@@ -156,6 +156,8 @@ def _fitted_size(size, room, per_point, pad=0.0):
 
     >>> _fitted_size(10.0, room=20, per_point=1.1), _fitted_size(10.0, 8.8, 1.1)
     (10.0, 8.0)
+    >>> _fitted_size(10.0, room=2, per_point=1.1)
+    6.0
     """
     return min(size, max(_SMALLEST_LABEL, (room - pad) / per_point))
 
