@@ -53,7 +53,6 @@ def online_softmax(x, block_size, dim=-1):
 
     Examples
     --------
-    >>> import torch
     >>> x = torch.tensor([[1.0, 3.0, 2.0, 0.0, -1.0]])
     >>> online_softmax(x, block_size=2)  # blocks [1, 3], [2, 0], [-1]
     tensor([[0.0861, 0.6364, 0.2341, 0.0317, 0.0117]])
@@ -155,7 +154,6 @@ def tiled_attention(
     --------
     Ten tokens in tiles of 4; the causal mask skips the three tiles above the diagonal:
 
-    >>> import torch
     >>> from attn_course import scaled_dot_product_attention
     >>> gen = torch.Generator().manual_seed(0)
     >>> q, k, v = (torch.randn(2, 3, 10, 8, generator=gen) for _ in range(3))
@@ -429,7 +427,6 @@ def operations_run(call):
     """The names of the PyTorch operations that ``call()`` runs, sorted, from the
     profiler (whose own messages are kept out of the notebook). Introduced in Chapter 9.
 
-    >>> import torch
     >>> "aten::mm" in operations_run(lambda: torch.ones(2, 2) @ torch.ones(2, 2))
     True
     """

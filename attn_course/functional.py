@@ -63,7 +63,6 @@ def scaled_dot_product_attention(
 
     Examples
     --------
-    >>> import torch
     >>> x = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])  # (T=3, d_k=2)
     >>> out, weights = scaled_dot_product_attention(
     ...     x, x, x, is_causal=True, return_weights=True
@@ -138,7 +137,6 @@ def six_steps(
 
     Examples
     --------
-    >>> import torch
     >>> x = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
     >>> six_steps(x, x, x, None, 0.0, False, 1.0, return_weights=False, training=False)
     tensor([[0.7311, 0.2689],

@@ -175,7 +175,6 @@ class SelfAttentionV1(nn.Module):
 
     Examples
     --------
-    >>> import torch
     >>> from attn_course import your_journey
     >>> x = your_journey().embeddings  # (T=6, d_in=3)
     >>> sa = SelfAttentionV1(d_in=3, d_out=2)
@@ -223,7 +222,6 @@ class SelfAttentionV2(nn.Module):
 
     Examples
     --------
-    >>> import torch
     >>> from attn_course import your_journey
     >>> x = your_journey().embeddings  # (T=6, d_in=3)
     >>> sa = SelfAttentionV2(d_in=3, d_out=2)
@@ -269,7 +267,6 @@ class CausalAttention(nn.Module):
 
     Examples
     --------
-    >>> import torch
     >>> from attn_course import your_journey
     >>> x = your_journey().embeddings
     >>> batch = torch.stack([x, x])  # (B=2, T=6, d_in=3)
@@ -333,7 +330,6 @@ class MultiHeadAttentionWrapper(nn.Module):
 
     Examples
     --------
-    >>> import torch
     >>> from attn_course import your_journey
     >>> x = your_journey().embeddings
     >>> batch = torch.stack([x, x])  # (B=2, T=6, d_in=3)
@@ -384,7 +380,6 @@ class ShapeTracer:
 
     Examples
     --------
-    >>> import torch
     >>> tracer = ShapeTracer()
     >>> tracer("queries", torch.zeros(2, 6, 2), "(B, T, D)")
     >>> tracer("queries.view", torch.zeros(2, 6, 2, 1), "(B, T, H, d)")
@@ -572,7 +567,6 @@ class MultiHeadAttention(_MultiHeadBase):
 
     Examples
     --------
-    >>> import torch
     >>> from attn_course import your_journey
     >>> x = your_journey().embeddings
     >>> batch = torch.stack([x, x])  # (B=2, T=6, d_in=3)
@@ -674,7 +668,6 @@ class GroupedQueryAttention(MultiHeadAttention):
 
     Examples
     --------
-    >>> import torch
     >>> gqa = GroupedQueryAttention(8, 8, 6, 0.0, num_heads=4, num_kv_heads=2)
     >>> gqa.W_query.weight.shape, gqa.W_key.weight.shape  # keys: 2 heads of 2
     (torch.Size([8, 8]), torch.Size([4, 8]))
@@ -715,7 +708,6 @@ class CrossAttention(_MultiHeadBase):
 
     Examples
     --------
-    >>> import torch
     >>> from attn_course import padding_mask
     >>> x = torch.randn(2, 3, 4)  # (B=2, T_q=3, d_in=4)
     >>> memory = torch.randn(2, 5, 6)  # (B=2, T_k=5, d_memory=6)

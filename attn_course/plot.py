@@ -320,7 +320,6 @@ def attention_heatmap(
 
     Examples
     --------
-    >>> import torch
     >>> tokens = ("Hello", "shiny", "sun!")
     >>> weights = torch.tensor([[0.5, 0.3, 0.2], [0.1, 0.8, 0.1], [0.2, 0.2, 0.6]])
     >>> fig = attention_heatmap(weights, tokens, title="toy weights")
@@ -567,7 +566,6 @@ def heatmap_grid(
 
     Examples
     --------
-    >>> import torch
     >>> weights = torch.softmax(torch.arange(18.0).reshape(2, 3, 3) / 4, dim=-1)
     >>> fig = heatmap_grid(weights, titles=["head 0", "head 1"], suptitle="two heads")
     >>> len(fig.axes)  # two panels and one colorbar
@@ -622,7 +620,6 @@ def weight_bars(weights, tokens, *, ax=None, title=None):
 
     Examples
     --------
-    >>> import torch
     >>> weights = torch.tensor([0.2, 0.5, 0.3])
     >>> fig = weight_bars(weights, ["Hello", "shiny", "sun!"], title='query "shiny"')
     >>> [text.get_text() for text in fig.axes[0].texts]
@@ -847,7 +844,6 @@ def heatmap_panels(
 
     Examples
     --------
-    >>> import torch
     >>> source, target = ["the", "dog", "sees"], ["der", "Hund"]
     >>> fig = heatmap_panels(
     ...     [torch.full((3, 3), 1 / 3), torch.full((2, 3), 1 / 3)],

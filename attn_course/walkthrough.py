@@ -186,7 +186,6 @@ def masked_attention(queries, keys, *, causal=True, convention="bool"):
 
     Examples
     --------
-    >>> import torch
     >>> x = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     >>> bug = masked_attention(x, x, causal=True, convention="inverted")
     >>> bug.weights.round(decimals=2)
