@@ -375,15 +375,16 @@ def test_plain_attention_holds_scores_and_weights_and_tiled_does_not():
     assert peaks["tiled"] < peaks["plain"] / 4
 
 
-def test_the_makefile_runs_the_benchmark_outside_make_test():
+@pytest.mark.parametrize("target", ["bench", "bench-history"])
+def test_the_makefile_runs_the_benchmarks_outside_make_test(target):
     makefile = (bench.ROOT / "Makefile").read_text(encoding="utf-8")
-    assert re.search(r"^#\s+make bench\s+\S", makefile, re.M), "not in the header"
-    recipe = re.search(r"^bench: \$\(STAMP\)\n\t(.+)$", makefile, re.M)
-    assert recipe and recipe.group(1) == "$(BIN)/python -m tools.bench"
-    test_target = re.search(r"^test:(.*)$", makefile, re.M).group(1).split()
-    assert "bench" not in test_target
+    assert re.search(rf"^#\s+make {target}\s+\S", makefile, re.M), "not in the header"
+    recipe = re.search(rf"^{target}: \$\(STAMP\)\n\t(.+)$", makefile, re.M)
+    module = "tools." + target.replace("-", "_")
+    assert recipe and recipe.group(1) == f"$(BIN)/python -m {module}"
+    assert target not in re.search(r"^test:(.*)$", makefile, re.M).group(1).split()
     phony = re.search(r"^\.PHONY:((?:.*\\\n)*.*)$", makefile, re.M).group(1)
-    assert "bench" in phony.split()
+    assert target in phony.split()
 
 
 def test_the_stored_results_are_a_full_run():
