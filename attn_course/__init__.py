@@ -1,7 +1,8 @@
 """Helper package for the course *Attention, Executed*.
 
 The chapters build each idea by hand first; this package holds the one tested copy
-that later chapters import.
+that later chapters import. Shapes in docstrings use the letters of
+:mod:`attn_course.shapes`.
 
 Modules
 -------
@@ -10,58 +11,27 @@ functional
 masks
     Causal and padding masks (convention: ``True`` means *may attend*).
 modules
-    The attention modules the chapters build, from ``SelfAttentionV1`` to
-    ``MultiHeadAttention`` and ``CrossAttention``, and ``ShapeTracer``.
-translation
-    A toy English -> German translation task generated in code (Chapter 6).
-positions
-    Sinusoidal positions (Chapter 6), RoPE in both pair layouts and ALiBi (Chapter 7).
-order_task
-    Chapter 7's order-dependent task (copy the previous token) and its training and
-    per-position accuracy.
+    The attention modules, from ``SelfAttentionV1`` to ``MultiHeadAttention`` and
+    ``CrossAttention``, and ``ShapeTracer``.
+translation, seq2seq
+    A toy English -> German task and an encoder-decoder transformer (Chapter 6).
+positions, order_task
+    Sinusoidal positions, RoPE and ALiBi, and Chapter 7's order-dependent tasks.
 block
-    The transformer block (attention and a feed-forward network, each in a
-    residual, pre- or post-norm) that Chapter 6's encoder and Chapter 8's GPT share.
-seq2seq
-    A small encoder-decoder transformer, greedy decoding and training (Chapter 6).
-corpus
-    Python's own documentation as English text, a character tokenizer, training
-    windows (Chapter 8).
-gpt
-    A decoder-only language model, ``generate`` and its training (Chapter 8).
-training
-    The learning-rate schedule, parameter counts and eval mode that the models of
-    Chapters 6 and 8 share.
-efficient
-    Online softmax, tiled attention (the score matrix one tile at a time) and
-    sliding-window masks (Chapter 9).
-kv_cache
-    The keys and values kept between the steps of generation, and their size
-    (Chapter 9).
-data
-    The toy sentences used throughout the course.
-walkthrough
-    What one query sees at a softmax temperature (Chapter 1) and what a causal mask
-    lets through (Chapter 3): the pure computations behind the explorers.
-plot
-    Attention heatmaps and bar charts; every helper returns a ``Figure``.
-diagrams
-    How data flows through attention, one diagram per chapter, drawn from the
-    chapter's tensors (Chapters 1-10).
-explorer
-    ipywidgets apps on top of ``walkthrough`` and ``plot``: query choice and
-    softmax temperature (Chapter 1), mask conventions (Chapter 3). The only module
-    that imports ipywidgets; nothing but this package face imports it.
-rnn
-    GRU encoder-decoders with and without additive attention (Chapter 10).
-history
-    The dated events of Chapter 10's timeline and its stored step timings.
+    The transformer block that Chapter 6's encoder and Chapter 8's GPT share.
+corpus, gpt, training
+    Text, a character tokenizer, a tiny GPT and its training (Chapter 8).
+efficient, kv_cache
+    Online softmax, tiled attention, sliding windows and the KV cache (Chapter 9).
+rnn, history
+    GRU encoder-decoders with additive attention, and Chapter 10's timeline.
+data, walkthrough, plot, diagrams, explorer
+    Toy sentences, the computations behind the explorers, figures, diagrams and
+    the ipywidgets apps (the only module that imports ipywidgets).
 checks
     Self-checks for the exercises, one module per chapter.
-numerics
-    Rounding errors printed by their order, and the thread count to train with.
-shapes
-    The glossary of the letters every docstring's ``Shapes`` section uses.
+numerics, shapes
+    Rounding errors printed by their order; the glossary of shape letters.
 
 The modules import only downwards, with no cycle (a test checks it): ``_validate``,
 ``shapes``, ``data``, ``masks``, ``translation``, ``positions``, ``order_task`` and

@@ -1,14 +1,11 @@
 """Argument checks shared by every module of the package.
 
-One rule for every public function and class: a ``TypeError`` when an argument is
-the wrong kind of thing (not a tensor, not an int, a mask that is not bool, integer
-values where floats are needed), a ``ValueError`` when it is the right kind with a
-wrong value (out of range, a wrong shape, sizes that do not fit together). The same
-mistake gets the same exception and the same wording wherever it is made; each
-message names what was received and how to fix it.
-
-These helpers are private: the chapters never call them, and a learner only meets
-their messages.
+A ``TypeError`` when an argument is the wrong kind of thing (not a tensor, not an
+int, a mask that is not bool, integers where floats are needed), a ``ValueError``
+when it is the right kind with a wrong value (out of range, a wrong shape, sizes
+that do not fit together). The same mistake gets the same wording wherever it is
+made; each message names what was received and how to fix it. Private: a learner
+only meets the messages.
 """
 
 from __future__ import annotations
@@ -56,13 +53,7 @@ def _called(called_as):
 
 
 def require_tensor(value, name, *, fix=None):
-    """Return ``value`` if it is a tensor; otherwise raise ``TypeError``.
-
-    >>> require_tensor([1.0, 2.0], "query")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    TypeError: query must be a torch.Tensor, got list; convert it first, e.g. ...
-    """
+    """Return ``value`` if it is a tensor; otherwise a ``TypeError`` with ``fix``."""
     if isinstance(value, torch.Tensor):
         return value
     if fix is None:
@@ -74,13 +65,7 @@ def require_tensor(value, name, *, fix=None):
 
 
 def require_floating(tensor, name):
-    """Return ``tensor`` if its dtype is floating point; otherwise ``TypeError``.
-
-    >>> require_floating(torch.tensor([1, 2]), "x")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    TypeError: x must be floating point, got dtype torch.int64; convert it ...
-    """
+    """Return ``tensor`` if its dtype is floating point; otherwise ``TypeError``."""
     if tensor.is_floating_point():
         return tensor
     raise TypeError(
@@ -170,13 +155,7 @@ def require_probability(value, name, *, hint=DROPOUT_HINT, called_as=None):
 
 
 def require_positive(value, name, *, hint):
-    """Return ``value`` as a positive, finite float whose inverse is finite too.
-
-    >>> require_positive(-1, "temperature", hint="use e.g. 1.0")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    ValueError: temperature must be a positive finite number, got ...
-    """
+    """Return ``value`` as a positive, finite float whose inverse is finite too."""
     number = _as_real(value, name, hint)
     if not (math.isfinite(number) and number > 0):
         raise ValueError(
@@ -190,13 +169,7 @@ def require_positive(value, name, *, hint):
 
 
 def require_bool_mask(mask, name, *, meaning="True = may attend", fix=None):
-    """Return ``mask`` if it is a bool tensor; otherwise ``TypeError``.
-
-    >>> require_bool_mask(torch.ones(2, 2), "mask")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    TypeError: mask must be bool (True = may attend), got dtype torch.float32; ...
-    """
+    """Return ``mask`` if it is a bool tensor; otherwise ``TypeError``."""
     require_tensor(mask, name, fix=fix)
     if mask.dtype != torch.bool:
         raise TypeError(
@@ -303,13 +276,7 @@ def require_heads(width, num_heads, *, width_name="d_out", hint=""):
 
 
 def require_choice(value, name, options):
-    """Return ``value`` if it is one of ``options`` (a mapping: option -> meaning).
-
-    >>> require_choice("x", "convention", {"bool": "True = may attend"})
-    Traceback (most recent call last):
-    ...
-    ValueError: convention='x' is not one of ('bool',): 'bool' = True = may attend
-    """
+    """Return ``value`` if it is one of ``options`` (a mapping: option -> meaning)."""
     if value in options:
         return value
     if isinstance(options, Mapping):

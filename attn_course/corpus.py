@@ -1,26 +1,16 @@
 """Real English text for Chapter 8's language model, and a character tokenizer.
 
-Every Python installation ships the text of its language reference's topics (the
-pages that ``help("assert")`` and friends print) in the standard library module
-``pydoc_data.topics``: about 465,000 characters of English prose with code
-examples, under the Python Software Foundation's licence, like the rest of
-Python's documentation. :func:`python_docs_text` reads that file as a resource, with
-:func:`ast.literal_eval`, so nothing is imported or run, and nothing is
-downloaded: it works offline and in Colab. The text differs a little between
-Python versions; :func:`python_docs_text` returns the running Python's copy.
-
-:class:`CharTokenizer` maps each distinct character to an id, the simplest
-tokenizer there is; :func:`train_val_split` cuts the ids into a training part and a
-validation part at a fixed point, and :func:`random_windows` draws batches of
-training windows.
+Every Python ships its language reference's topics (what ``help("assert")``
+prints) in ``pydoc_data.topics``: about 465,000 characters of English prose under
+the PSF licence. :func:`python_docs_text` reads that file with
+:func:`ast.literal_eval`, so nothing is run or downloaded; the text differs a
+little between Python versions. :class:`CharTokenizer` gives each character an id;
+:func:`train_val_split` and :func:`random_windows` make the training data.
 
 Shapes
 ------
-Letters: see attn_course.shapes.
 ids : (N,)
 inputs, targets : (B, T)
-
-Introduced in Chapter 8.
 """
 
 from __future__ import annotations
@@ -36,21 +26,10 @@ __all__ = ["CharTokenizer", "python_docs_text", "random_windows", "train_val_spl
 
 
 def python_docs_text():
-    """The English text of Python's language-reference topics, as one string.
+    """The English text of Python's language-reference topics, in alphabetical order of
+    their names, joined with a blank line. Introduced in Chapter 8.
 
-    The topics, in alphabetical order of their names (``assert``,
-    ``assignment``, ...), joined with a blank line. Read from
-    ``pydoc_data/topics.py`` in the standard library without importing it.
-    Introduced in Chapter 8.
-
-    Returns
-    -------
-    str
-
-    Examples
-    --------
-    >>> text = python_docs_text()
-    >>> text[:22]
+    >>> python_docs_text()[:22]
     'The "assert" statement'
     """
     source = importlib.resources.files("pydoc_data").joinpath("topics.py")
@@ -66,24 +45,11 @@ def python_docs_text():
 
 
 class CharTokenizer:
-    """One id per distinct character, in sorted order of the characters.
-
-    Introduced in Chapter 8.
-
-    Parameters
-    ----------
-    text : str
-        The characters the tokenizer knows: every distinct character of it.
-
-    Attributes
-    ----------
-    chars : list of str
-        The characters, sorted; ``chars[i]`` has id ``i``.
-    vocab_size : int
+    """One id per distinct character of ``text``, in sorted order: ``chars[i]`` has id
+    ``i``. :meth:`encode` rejects a character it does not know. Introduced in Chapter 8.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     ids : (N,), from encode and for decode
 
     Examples
@@ -111,10 +77,7 @@ class CharTokenizer:
         return f"CharTokenizer(vocab_size={self.vocab_size})"
 
     def encode(self, text):
-        """The ids of ``text``'s characters as a LongTensor ``(N,)``.
-
-        Raises ``ValueError`` for a character the tokenizer does not know.
-        """
+        """The ids of ``text``'s characters as a LongTensor ``(N,)``."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {kind_of(text)}")
         unknown = sorted(set(text) - self._ids.keys())
@@ -146,14 +109,11 @@ class CharTokenizer:
 def train_val_split(ids, val_fraction=0.1):
     """The first ``1 - val_fraction`` of ``ids`` for training, the rest for validation.
 
-    A cut at one point, not a shuffle: the validation text is whole topics the
-    model never trained on (neighbouring windows overlap, so a shuffle would leak
-    text into validation). Both parts are 1-D, like ``ids``; the training part
-    holds ``int(N * (1 - val_fraction))`` ids. Introduced in Chapter 8.
+    A cut, not a shuffle: neighbouring windows overlap, so a shuffle would leak
+    training text into validation. Introduced in Chapter 8.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     ids : (N,)
 
     Examples
@@ -170,14 +130,12 @@ def train_val_split(ids, val_fraction=0.1):
 
 
 def random_windows(ids, batch_size, context_length, *, generator=None):
-    """``batch_size`` random windows of ``ids`` and the same windows one step later.
-
-    ``targets[b, t] = ids[start_b + t + 1]``: at every position the model is asked
-    for the next character. Introduced in Chapter 8.
+    """``batch_size`` random windows of ``ids`` and the same windows one step later:
+    ``targets[b, t] = ids[start_b + t + 1]``, the next character.
+    Introduced in Chapter 8.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     ids : (N,)
     inputs, targets : (B, T) with ``T = context_length``
 

@@ -1,12 +1,9 @@
 """Diagrams of how data flows through attention, drawn from the tensors themselves.
 
-Each function takes the tensors (or the sizes) a chapter works with and draws the
-computation as boxes and arrows: tensors in blue boxes that carry their shape,
-operations in orange boxes between them. Every name and shape on a diagram is read
-from the arguments, so a diagram cannot disagree with the code beside it. The
-figures are drawn like those of :mod:`attn_course.plot`: on a white background (also
-readable in dark mode), at twice the display resolution, 4.6 inches wide so
-that they stay legible on a phone.
+Tensors are blue boxes that carry their shape, operations orange boxes between
+them; every name and shape is read from the arguments, so a diagram cannot disagree
+with the code beside it. Figures are drawn like those of :mod:`attn_course.plot`,
+4.6 inches wide. ``diagram_text(fig)`` lists the words on a diagram.
 
 ============================  ==========  ===================================
 function                      chapter     shows
@@ -24,13 +21,6 @@ function                      chapter     shows
 :func:`rnn_encoder_decoder`   10          a GRU encoder-decoder, attention or not
 :func:`timeline`              10          dated events, one row each
 ============================  ==========  ===================================
-
-Each returns a :class:`matplotlib.figure.Figure`; ``diagram_text(fig)`` lists the
-words written on it (the tests read the labels through it).
-
-Shapes
-------
-Letters: see attn_course.shapes.
 """
 
 from __future__ import annotations
@@ -214,7 +204,6 @@ def _numbers(values):
 
 def diagram_text(fig):
     """Every line of text written on a diagram, in the order drawn.
-
     Introduced in Chapter 1.
     """
     return [
@@ -243,11 +232,9 @@ _GAP = 0.28  # between two boxes of a column
 
 
 def _column(steps, heights, *, header, centre_x, widths, gap, fan):
-    """Draw ``steps`` as a column of boxes joined by arrows, top to bottom, under
-    ``header`` inches left free; returns the canvas and the boxes.
-
-    ``widths`` maps a step's kind to its box width; the copies behind a stacked box
-    (one per head) are shifted by ``fan = (dx, dy)`` inches per copy.
+    """Draw ``steps`` as a column of boxes joined by arrows under ``header`` inches;
+    return the canvas and the boxes. ``widths`` maps a kind to a box width; the copies
+    behind a stacked box are shifted by ``fan = (dx, dy)`` inches each.
     """
     total = header + sum(heights) + gap * (len(steps) - 1) + 0.3
     canvas = _Canvas(WIDTH, total)
@@ -287,12 +274,9 @@ def _column(steps, heights, *, header, centre_x, widths, gap, fan):
 
 
 def _flow(steps, *, header=0.0):
-    """A column of boxes joined by arrows, top to bottom, under ``header`` inches
-    left free for other boxes; returns the canvas and the column's boxes.
-
-    ``steps`` holds ``(text, detail, kind, stack)``: ``detail`` (or None) is written
-    under ``text`` in a fixed-width font, ``kind`` is "tensor", "operation" or
-    "highlight", and ``stack`` > 1 draws copies behind the box (one per head).
+    """A centred :func:`_column`. ``steps`` holds ``(text, detail, kind, stack)``:
+    ``detail`` (or None) is written under ``text`` in a fixed-width font, ``kind`` is
+    "tensor", "operation" or "highlight", ``stack`` > 1 draws copies (one per head).
     """
     return _column(
         steps,
@@ -306,12 +290,7 @@ def _flow(steps, *, header=0.0):
 
 
 def _side_column(steps, *, centre_x=2.1, width=3.7, gap=0.26):
-    """A column of boxes joined by arrows, left of centre so that residual arcs
-    (:func:`_residual`) fit on its right; returns the canvas and the boxes.
-
-    ``steps`` are as for :func:`_flow`; the copies of a stacked box (one per head)
-    fan out to the right, clear of the arrows.
-    """
+    """A :func:`_column` left of centre, so that residual arcs fit on its right."""
     return _column(
         steps,
         [0.62 if detail else 0.38 for _, detail, _, _ in steps],
@@ -354,17 +333,11 @@ def _residual(canvas, start, end, label, *, side=WIDTH - 0.3, start_dy=0.0, end_
 
 def query_pipeline(tokens, X, query):
     """One query's path, with the numbers: scores, softmax, weighted sum.
-
     Introduced in Chapter 1.
 
-    Parameters
-    ----------
-    tokens : sequence of str
-        One token per row of ``X``.
-    X : torch.Tensor
-        The embeddings, one row per token: shape (T, D).
-    query : int or str
-        The query token, by position or by its text.
+    Shapes
+    ------
+    X : (T, D)
 
     Examples
     --------
@@ -427,15 +400,11 @@ def query_pipeline(tokens, X, query):
 
 def self_attention(X, d_out):
     """Self-attention with trainable weights: X -> Q, K, V -> scores -> weights -> Z.
-
     Introduced in Chapter 2.
 
-    Parameters
-    ----------
-    X : torch.Tensor
-        The inputs, one row per token: shape (T, d_in).
-    d_out : int
-        Width of the queries, keys and values.
+    Shapes
+    ------
+    X : (T, d_in)
 
     Examples
     --------
@@ -570,17 +539,12 @@ def _grid(
 
 
 def causal_mask(scores):
-    """The causal mask laid over the scores before the softmax.
+    """The causal mask laid over the scores: the scores, the mask, the masked scores and
+    the weights after the softmax. Introduced in Chapter 3.
 
-    Introduced in Chapter 3.
-
-    Four panels: the scores, the mask (which keys each query may see), the scores
-    with the blocked entries set to −∞, and the weights after the softmax.
-
-    Parameters
-    ----------
-    scores : torch.Tensor
-        Attention scores of one sequence: shape (T, T).
+    Shapes
+    ------
+    scores : (T, T)
     """
     scores = _matrix_of(scores, "scores", 2, "TT")
     T = scores.shape[0]
@@ -638,17 +602,7 @@ def causal_mask(scores):
 
 def dropout_placement(T, d_out, p):
     """Where dropout sits: on the attention weights, after the softmax.
-
     Introduced in Chapter 4.
-
-    Parameters
-    ----------
-    T : int
-        Tokens in the sequence.
-    d_out : int
-        Width of the values and of the context vectors.
-    p : float
-        The dropout probability, in [0, 1).
     """
     T = require_int(T, "T")
     d_out = require_int(d_out, "d_out")
@@ -676,17 +630,11 @@ def dropout_placement(T, d_out, p):
 
 def multi_head(x, num_heads, d_out):
     """Multi-head attention's shapes: split into heads, attend, merge, out_proj.
-
     Introduced in Chapter 5.
 
-    Parameters
-    ----------
-    x : torch.Tensor
-        A batch of inputs: shape (B, T, d_in).
-    num_heads : int
-        Heads H; ``d_out`` must be divisible by it.
-    d_out : int
-        Width D of the queries, keys, values and output.
+    Shapes
+    ------
+    x : (B, T, d_in)
     """
     x = _matrix_of(x, "x", 3, ("B", "T", "d_in"))
     H = require_int(num_heads, "num_heads")
@@ -757,23 +705,13 @@ def _source_and_target(source, target):
 
 
 def encoder_decoder(source, target, d_model, num_heads, vocab_size):
-    """The encoder-decoder transformer: where Q, K and V come from in each of its
-    three kinds of attention, with the shapes of one batch.
+    """The encoder-decoder transformer: where Q, K and V come from in each of its three
+    kinds of attention, with one batch's shapes. Introduced in Chapter 6.
 
-    Introduced in Chapter 6.
-
-    Parameters
-    ----------
-    source : torch.Tensor
-        Source token ids: shape (B, T_s).
-    target : torch.Tensor
-        Target token ids given to the decoder: shape (B, T_t).
-    d_model : int
-        Width D of every token vector.
-    num_heads : int
-        Heads H of every attention layer.
-    vocab_size : int
-        Tokens of the target vocabulary: one logit each.
+    Shapes
+    ------
+    source : (B, T_s)
+    target : (B, T_t)
 
     Examples
     --------
@@ -873,51 +811,21 @@ def encoder_decoder(source, target, d_model, num_heads, vocab_size):
 
 
 def position_methods(ids, d_model, num_heads, vocab_size):
-    """Where each way of giving attention positions acts, in the whole layer of
-    Chapter 7's experiment, with one batch's shapes.
+    """Where each kind of position acts in Chapter 7's layer, with one batch's shapes.
 
-    Absolute positions (sinusoidal or learned) are added to the token vectors
-    before the projections; RoPE rotates the queries and keys of every head;
-    ALiBi adds a bias to the scores. After the attention come the output
-    projection, the residual connection (x is added back) and the feed-forward
-    read-out that gives the logits. Introduced in Chapter 7.
-
-    Parameters
-    ----------
-    ids : torch.Tensor
-        Token ids of one batch: shape (B, T).
-    d_model : int
-        Width D of every token vector; must be divisible by ``num_heads`` into an
-        even head width (RoPE rotates pairs).
-    num_heads : int
-        Heads H.
-    vocab_size : int
-        Tokens of the vocabulary: rows of the embedding table and logits per
-        position.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-
-    Raises
-    ------
-    TypeError
-        If ``ids`` is not a tensor or a size is not an int.
-    ValueError
-        If ``ids`` is not 2-D, or ``d_model`` is not ``num_heads`` times an even
-        head width.
+    Absolute positions are added to the token vectors; RoPE rotates the queries and
+    keys of every head (so the head width must be even); ALiBi adds a bias to the
+    scores. Then the output projection, the residual and the read-out to the logits.
+    Introduced in Chapter 7.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     ids : (B, T)
 
     Examples
     --------
     >>> fig = position_methods(torch.zeros(64, 16, dtype=torch.long), 32, 8, 10)
     >>> "(H, T, T) = (8, 16, 16)" in diagram_text(fig)  # the ALiBi bias
-    True
-    >>> "(B, T, vocab_size) = (64, 16, 10)" in diagram_text(fig)  # the logits
     True
     """
     ids = require_tensor(ids, "ids")
@@ -1005,26 +913,12 @@ def position_methods(ids, d_model, num_heads, vocab_size):
 def gpt_model(idx, config):
     """A decoder-only model (a GPT) from token ids to logits, with one batch's shapes.
 
-    The token vectors form the *residual stream*: each half of a block reads it
-    through a layer norm and adds its output back (the arcs on the right). Blocks 2
-    to ``num_layers`` repeat the first one's steps; a final norm and the output layer
-    (sharing the token embedding's weights when ``tie_weights``) give the logits.
-    Introduced in Chapter 8.
-
-    Parameters
-    ----------
-    idx : torch.Tensor
-        Token ids of one batch, ``(B, T)``.
-    config : attn_course.gpt.GPTConfig
-        The model's sizes.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    Each half of a block reads the *residual stream* through a layer norm and adds its
+    output back (the arcs on the right); a final norm and the output layer (tied to
+    the token embedding with ``tie_weights``) give the logits. Introduced in Chapter 8.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     idx : (B, T)
 
     Examples
@@ -1090,28 +984,11 @@ def gpt_model(idx, config):
 def attention_tiles(T_q, T_k, block_size, *, is_causal=True, head_dim=64):
     """Which tiles of scores tiled attention computes, and the steps of one tile.
 
-    Top: the ``(T_q, T_k)`` score matrix cut into tiles of ``block_size`` queries by
-    ``block_size`` keys, read from :func:`attn_course.tiled_attention` itself
-    (``return_tiles=True``): dark tiles are computed, a tile the causal mask cuts
-    through is computed and masked inside, white tiles are skipped. Below: what
-    the loop does with one tile, with the running maximum ``m``, the running sum
-    ``s`` and the running weighted sum ``acc`` of its block of queries.
-
-    Introduced in Chapter 9.
-
-    Parameters
-    ----------
-    T_q, T_k : int
-        Number of queries and keys.
-    block_size : int
-        Queries and keys per tile.
-    is_causal : bool, default True
-    head_dim : int, default 64
-        The width ``d`` written in the shapes.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    Top: the score matrix in tiles, as :func:`attn_course.tiled_attention` reports them
+    (``return_tiles=True``): dark tiles computed, tiles the causal mask cuts through
+    computed and masked, white tiles skipped. Below: one tile's update of the running
+    maximum ``m``, sum ``s`` and weighted sum ``acc``; ``head_dim`` is the ``d``
+    written in the shapes. Introduced in Chapter 9.
 
     Examples
     --------
@@ -1205,24 +1082,11 @@ def attention_tiles(T_q, T_k, block_size, *, is_causal=True, head_dim=64):
 
 
 def kv_cache_step(config, cached, batch=1):
-    """One step of generation with a KV cache, with the shapes of every tensor.
+    """One step of generation with a KV cache of ``cached`` tokens, with every shape.
 
-    The newest token alone goes through the model. In every layer its query
-    attends to all the keys and values in the cache, to which its own key and
-    value have just been appended; with grouped-query attention the cache holds
-    ``num_kv_heads`` heads, not ``num_heads``. Boxes drawn as a stack happen once
-    per head. Introduced in Chapter 9.
-
-    Parameters
-    ----------
-    config : attn_course.gpt.GPTConfig
-    cached : int
-        Tokens already in the cache before this step.
-    batch : int, default 1
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    The newest token alone goes through the model; in every layer its query attends
+    to the cache, to which its own key and value were just appended (``num_kv_heads``
+    heads with grouped-query attention). Introduced in Chapter 9.
 
     Examples
     --------
@@ -1283,32 +1147,19 @@ def kv_cache_step(config, cached, batch=1):
 
 
 def rnn_encoder_decoder(source, target, d_model, vocab_size, *, attention=False):
-    """A GRU encoder-decoder: without attention the decoder sees the source only
-    through the encoder's last state; with attention it reads all the states.
-
+    """A GRU encoder-decoder: without attention the decoder sees the source only through
+    the encoder's last state; with attention it reads all the states.
     Introduced in Chapter 10.
 
-    Parameters
-    ----------
-    source : torch.Tensor
-        Source token ids: shape (B, T_s).
-    target : torch.Tensor
-        Target token ids given to the decoder: shape (B, T_t).
-    d_model : int
-        Width D of the embeddings and of every hidden state.
-    vocab_size : int
-        Tokens of the target vocabulary: one logit each.
-    attention : bool, default False
-        Draw the model with additive attention.
+    Shapes
+    ------
+    source : (B, T_s)
+    target : (B, T_t)
 
     Examples
     --------
     >>> fig = rnn_encoder_decoder(torch.zeros(2, 7), torch.zeros(2, 5), 64, 30)
     >>> "= (2, 64)" in diagram_text(fig)  # the last state (B, D): the bottleneck
-    True
-    >>> fig = rnn_encoder_decoder(torch.zeros(2, 7), torch.zeros(2, 5), 64, 30,
-    ...                           attention=True)
-    >>> "weights (B, T_s)" in diagram_text(fig) and "= (2, 7)" in diagram_text(fig)
     True
     """
     source, target = _source_and_target(source, target)
@@ -1471,23 +1322,8 @@ _KIND_NAMES = {
 
 
 def timeline(events):
-    """Dated events, oldest at the top, one row each, coloured by kind.
-
-    Each row shows the date (``year-month``, or the year alone when the month is
-    0), a dot on a vertical line and the event's label; a legend names the kinds.
-    Rows are evenly spaced, so the figure shows the order and the dates rather than
-    the gaps between them. Introduced in Chapter 10.
-
-    Parameters
-    ----------
-    events : sequence of attn_course.history.Event
-        Anything with ``year``, ``month``, ``label`` and ``kind`` (one of
-        ``attn_course.history.KINDS``), in date order.
-
-    Raises
-    ------
-    ValueError
-        If there are no events, they are not in date order, or a kind is unknown.
+    """Dated events (:class:`attn_course.history.Event`, in date order), oldest at the
+    top, one evenly spaced row each, coloured by kind. Introduced in Chapter 10.
 
     Examples
     --------

@@ -1,30 +1,14 @@
 """Attention without the full score matrix: online softmax, tiled attention and
 sliding-window masks.
 
-Plain attention builds every score of a sequence at once, a ``(T_q, T_k)`` matrix
-per head, so its memory grows with the square of the length. The functions here
-compute the same result one block at a time:
-
-- :func:`online_softmax` computes a softmax one block of entries at a time. It keeps
-  two numbers per row while it walks along: the largest entry seen so far (the
-  *running maximum*) and the sum of ``exp(entry - running maximum)`` so far (the
-  *running sum*). When a block brings a larger maximum, the sum collected so far is
-  multiplied by ``exp(old maximum - new maximum)``, which is exactly what it would
-  have been had the new maximum been used from the start.
-- :func:`tiled_attention` uses the same running maximum and running sum for
-  attention, one tile of ``block_size`` queries by ``block_size`` keys at a time:
-  the weighted sum of the values is rescaled along with the running sum. The
-  scores are computed one tile at a time, never as the whole matrix, and a tile
-  that a causal mask or an ``attn_mask`` blocks completely is not computed at all.
-- :func:`sliding_window_mask` lets each query see only the most recent keys.
-- :func:`stored_benchmark` reads the results of ``make bench`` that come with the
-  package, :func:`print_timings` prints what a notebook cell timed,
-  :func:`print_stored_timings` the stored measurements of the same thing beside
-  it, and :func:`operations_run` lists the PyTorch operations a call runs (from
-  the profiler).
-
-Shape letters are those of :mod:`attn_course.shapes`. Introduced in Chapter 9,
-where each function is first written by hand and compared with the one here.
+Plain attention builds a ``(T_q, T_k)`` score matrix per head, memory that grows
+with the square of the length. :func:`online_softmax` and :func:`tiled_attention`
+compute the same result one block at a time, keeping a *running maximum* and a
+*running sum* per row; :func:`sliding_window_mask` lets a query see only the most
+recent keys. :func:`stored_benchmark`, :func:`print_timings`,
+:func:`print_stored_timings` and :func:`operations_run` report timings and the
+operations a call runs. Introduced in Chapter 9, where each function is first
+written by hand.
 """
 
 import json
@@ -56,63 +40,22 @@ _BLOCK_HINT = "it counts the entries handled together, e.g. block_size=64"
 def online_softmax(x, block_size, dim=-1):
     """Softmax along ``dim``, computed ``block_size`` entries at a time.
 
-    Gives the same numbers as ``torch.softmax(x, dim)``, but reads the entries in
-    blocks and never needs the maximum of a whole row in advance. The first pass
-    walks over the blocks and keeps, for every row, a running maximum ``m`` and a
-    running sum ``s`` of ``exp(entry - m)``. A new block with a larger maximum
-    ``m_new`` makes every term of ``s`` too large by the factor
-    ``exp(m_new - m)``, so ``s`` is multiplied by ``exp(m - m_new)`` before the
-    block's own terms are added. The second pass turns each block into
-    probabilities with the final ``m`` and ``s``. Introduced in Chapter 9.
-
-    A row whose entries are *all* ``-inf`` (every key masked) gives zeros, the
-    same as :func:`attn_course.scaled_dot_product_attention` gives for a fully
-    masked query; ``torch.softmax`` gives NaN there. Whole blocks of ``-inf``
-    in a row that has finite entries elsewhere change nothing: they add 0 to the
-    running sum.
-
-    Parameters
-    ----------
-    x : torch.Tensor
-        Floating-point scores, with at least one dimension.
-    block_size : int
-        How many entries along ``dim`` are handled together, at least 1. The last
-        block is shorter when the length is not a multiple of ``block_size``.
-    dim : int, default -1
-        The dimension the softmax normalises over.
-
-    Returns
-    -------
-    torch.Tensor
-        Probabilities: each slice along ``dim`` sums to 1, or is all 0 where every
-        entry was ``-inf``.
+    The first pass keeps, per row, a running maximum ``m`` and a running sum ``s`` of
+    ``exp(entry - m)``; a block with a larger maximum ``m_new`` first multiplies ``s``
+    by ``exp(m - m_new)``. The second pass turns each block into probabilities. A row
+    of all ``-inf`` gives zeros (as a fully masked query does in
+    :func:`attn_course.scaled_dot_product_attention`), not NaN. Introduced in Chapter 9.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     x : (...)
     output : (...)
 
-    Raises
-    ------
-    TypeError
-        If ``x`` is not a floating-point tensor, or ``block_size`` or ``dim`` is not
-        an int.
-    ValueError
-        If ``x`` has no dimension or no entry along ``dim``, ``dim`` is out of
-        range, or ``block_size`` is smaller than 1.
-
     Examples
     --------
-    >>> import torch
     >>> x = torch.tensor([[1.0, 3.0, 2.0, 0.0, -1.0]])
     >>> online_softmax(x, block_size=2)  # blocks [1, 3], [2, 0], [-1]
     tensor([[0.0861, 0.6364, 0.2341, 0.0317, 0.0117]])
-    >>> torch.allclose(online_softmax(x, block_size=2), torch.softmax(x, dim=-1))
-    True
-
-    A row with every entry ``-inf`` gives zeros, not NaN:
-
     >>> online_softmax(torch.full((1, 3), float("-inf")), block_size=2)
     tensor([[0., 0., 0.]])
     """
@@ -143,12 +86,8 @@ def online_softmax(x, block_size, dim=-1):
 
 
 def _reference_point(maximum):
-    """The value subtracted from the entries before ``exp``: the running maximum.
-
-    Where the maximum is ``-inf`` every entry seen so far is ``-inf`` too, and
-    ``-inf - (-inf)`` would be NaN. Any finite reference point gives the exact
-    answer there, ``exp(-inf - 0) = 0``, so 0 is used; the ``-inf`` entries stay
-    ``-inf`` and contribute nothing.
+    """The value subtracted before ``exp``: the running maximum, or 0 where it is
+    ``-inf`` (``-inf - (-inf)`` would be NaN; the ``-inf`` entries still give 0).
     """
     return maximum.masked_fill(torch.isneginf(maximum), 0.0)
 
@@ -188,103 +127,33 @@ def tiled_attention(
 ):
     """Attention computed one tile of scores at a time, with an online softmax.
 
-    The same result as :func:`attn_course.scaled_dot_product_attention` (and
-    ``torch.nn.functional.scaled_dot_product_attention``) without ever holding
-    the whole ``(T_q, T_k)`` score matrix. The queries are split into blocks of
-    ``block_size`` rows; for each query block the keys and values are read one
-    block at a time, giving one ``(block_size, block_size)`` tile of scores. For
-    every query the loop keeps a running maximum ``m`` of its scores, a running
-    sum ``s`` of ``exp(score - m)`` and a running weighted sum of the values;
-    when a tile raises ``m``, both sums are multiplied by ``exp(m_old - m_new)``
-    (as in :func:`online_softmax`). At the end, the weighted sum divided by ``s``
-    is the output. The scale is applied to the scores *before* the running
-    maximum is taken, so the maximum is the one of the scores the softmax sees.
-    As in PyTorch's fused kernels, the scores, ``m``, ``s`` and the weighted sum
-    are kept in float32 (float64 stays float64) whatever the input dtype, and
-    only the output is rounded to it: in bfloat16 the running sums would lose a
-    rounding at every tile.
+    The result of :func:`attn_course.scaled_dot_product_attention` without the whole
+    score matrix: for each block of ``block_size`` queries, the keys and values are
+    read one block at a time; per query the loop keeps a running maximum ``m`` of the
+    scaled scores, a running sum ``s`` and a running weighted sum of the values, both
+    multiplied by ``exp(m_old - m_new)`` when ``m`` rises. The output is the weighted
+    sum divided by ``s``. As in PyTorch's kernels, the running values are float32
+    whatever the input dtype. For speed, tiles are updated in place and ``exp2`` of
+    scores times ``log2(e)`` replaces ``exp``. It saves memory at inference only:
+    autograd keeps every tile for the backward pass.
 
-    Two details are there for speed: it updates each tile and each running sum
-    in place instead of allocating new tensors, and it uses powers of 2 instead
-    of powers of e (the scores are multiplied by ``log2(e)`` as well, and
-    ``2 ** (x * log2(e)) == exp(x)``, so the result is the same). On some CPUs
-    ``torch.exp2`` is cheaper than ``torch.exp``; on others it costs as much or
-    more (``make bench`` times both).
-
-    It saves memory at inference only: under autograd every tile's weights are
-    kept for the backward pass, together about as much as the whole score matrix.
-    FlashAttention's backward pass recomputes the tiles instead (Dao et al. 2022).
-
-    A tile whose scores are all masked is skipped (never computed): with
-    ``is_causal=True`` those above the diagonal, with ``attn_mask`` those where
-    the mask blocks every query of the block from every key of the block. A
-    query whose keys are *all* masked gets an output of zeros, as from
-    :func:`attn_course.scaled_dot_product_attention`. As in PyTorch, the causal
-    triangle is aligned at the top-left corner when ``T_q != T_k``: query ``i``
-    sees keys ``0..i``. Introduced in Chapter 9.
-
-    Parameters
-    ----------
-    query : torch.Tensor
-        Queries, one row of width ``d_k`` per query.
-    key : torch.Tensor
-        Keys, one row of width ``d_k`` per key.
-    value : torch.Tensor
-        Values, one row of width ``d_v`` per key.
-    attn_mask : torch.Tensor, optional
-        As in :func:`attn_course.scaled_dot_product_attention`: broadcastable to
-        ``(..., T_q, T_k)``; **bool** ``True`` = *may attend*, or **float**, added
-        to the scores. Cannot be combined with ``is_causal``.
-    block_size : int, default 128
-        Queries per query block and keys per key block, at least 1. The last
-        block is shorter when a length is not a multiple of it; a block size
-        larger than the sequence gives a single tile (plain attention). Blocks
-        of 64 and 128 were the fastest of 32 to 512 at T = 1024 on the course's
-        CPU, within 10 % of each other (``make bench`` measures them).
-    is_causal : bool, default False
-        Let query ``i`` attend only to keys ``0..i``.
-    scale : float, optional
-        Factor the scores are multiplied by; ``None`` means ``1 / sqrt(d_k)``.
-    return_tiles : bool, default False
-        Also return which tiles were computed.
-
-    Returns
-    -------
-    output : torch.Tensor
-        The weighted sums of the values, in the dtype of the inputs.
-    tiles : torch.Tensor
-        Only if ``return_tiles=True``: a bool tensor with one row per query
-        block and one column per key block, ``True`` where that tile of scores
-        was computed (set by the loop when it computes the tile).
+    A tile that ``is_causal`` or ``attn_mask`` blocks entirely is skipped;
+    ``return_tiles`` also returns a bool ``(query blocks, key blocks)`` tensor of the
+    tiles computed. A query with all keys masked gets zeros. The causal triangle is
+    aligned at the top-left corner. Introduced in Chapter 9.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     query : (..., T_q, d_k)
     key : (..., T_k, d_k)
     value : (..., T_k, d_v)
     attn_mask : (..., T_q, T_k)
     output : (..., T_q, d_v)
 
-    Raises
-    ------
-    TypeError
-        If query, key or value is not a floating-point tensor, they do not share
-        one dtype, ``attn_mask`` is neither bool nor floating point,
-        ``block_size`` is not an int or ``scale`` is not a number.
-    ValueError
-        If an input has fewer than 2 dimensions, query and key differ in ``d_k``,
-        key and value differ in ``T_k``, the batch dimensions do not broadcast,
-        ``attn_mask`` does not broadcast to the scores or comes with
-        ``is_causal=True``, ``block_size`` is smaller than 1, or ``scale`` is not
-        a positive finite number.
-
     Examples
     --------
-    Ten tokens in tiles of 4: three query blocks and three key blocks. With the
-    causal mask the three tiles above the diagonal are skipped:
+    Ten tokens in tiles of 4; the causal mask skips the three tiles above the diagonal:
 
-    >>> import torch
     >>> from attn_course import scaled_dot_product_attention
     >>> gen = torch.Generator().manual_seed(0)
     >>> q, k, v = (torch.randn(2, 3, 10, 8, generator=gen) for _ in range(3))
@@ -296,20 +165,6 @@ def tiled_attention(
             [ True,  True, False],
             [ True,  True,  True]])
     >>> expected = scaled_dot_product_attention(q, k, v, is_causal=True)
-    >>> torch.allclose(out, expected, atol=1e-6)
-    True
-
-    A sliding window of 3 keys skips the tiles it leaves empty as well:
-
-    >>> window = sliding_window_mask(10, window=3)
-    >>> out, tiles = tiled_attention(
-    ...     q, k, v, attn_mask=window, block_size=4, return_tiles=True
-    ... )
-    >>> tiles
-    tensor([[ True, False, False],
-            [ True,  True, False],
-            [False,  True,  True]])
-    >>> expected = scaled_dot_product_attention(q, k, v, attn_mask=window)
     >>> torch.allclose(out, expected, atol=1e-6)
     True
     """
@@ -417,38 +272,12 @@ def _full_rows(mask, T_q, T_k):
 def sliding_window_mask(T, window, *, device=None):
     """Bool mask letting query ``i`` attend only to the last ``window`` keys.
 
-    Key ``j`` may be seen by query ``i`` when ``i - window < j <= i``: the query
-    itself and at most ``window - 1`` keys before it, never a key after it. It is
-    the causal mask of :func:`attn_course.causal_mask` with the keys ``window`` or
-    more steps back removed, so for ``window >= T`` it *is* the causal mask.
-    ``True`` means *may attend* (the convention of PyTorch's
-    ``scaled_dot_product_attention``). Introduced in Chapter 9.
-
-    Parameters
-    ----------
-    T : int
-        Sequence length, at least 1.
-    window : int
-        How many keys each query sees at most, itself included; at least 1.
-    device : torch.device or str, optional
-        Where to create the mask.
-
-    Returns
-    -------
-    torch.Tensor
-        Bool mask, ``True`` where query ``i`` may attend to key ``j``.
+    Key ``j`` is ``True`` (*may attend*) when ``i - window < j <= i``: the causal mask
+    without the keys ``window`` or more steps back. Introduced in Chapter 9.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     output : (T, T)
-
-    Raises
-    ------
-    TypeError
-        If ``T`` or ``window`` is not an int.
-    ValueError
-        If ``T`` or ``window`` is smaller than 1.
 
     Examples
     --------
@@ -471,40 +300,20 @@ def sliding_window_mask(T, window, *, device=None):
 
 
 def stored_benchmark(device="cpu"):
-    """The results of ``make bench`` stored with the package, as a dict.
-
-    ``make bench`` (``python -m tools.bench``) times plain attention,
-    :func:`tiled_attention` and PyTorch's kernel, measures their peak memory and
-    times generation with and without a KV cache, all in one run, and writes the
-    results into the package. The dict holds ``date``, ``machine``, ``torch``,
-    ``settings``, ``rows`` (one per attention measurement) and ``generation``.
+    """The results of ``make bench`` (``python -m tools.bench``) stored with the
+    package: ``date``, ``machine``, ``torch``, ``settings``, ``rows`` (one per attention
+    measurement) and ``generation``; ``device="cuda"`` once a GPU machine has run it.
     Introduced in Chapter 9.
 
-    Parameters
-    ----------
-    device : {"cpu", "cuda"}, default "cpu"
-        Which run: on the CPU, or on a GPU (stored only once a machine with one
-        has run ``make bench``).
-
-    Raises
-    ------
-    FileNotFoundError
-        If no run on ``device`` is stored; the message says how to make one.
-
-    Examples
-    --------
-    >>> results = stored_benchmark()
-    >>> sorted(results["machine"])
+    >>> sorted(stored_benchmark()["machine"])
     ['cores', 'cpu', 'gpu', 'platform', 'torch_threads']
     """
     return load_measured("bench", device, "a benchmark", "make bench")
 
 
 def load_measured(stem, device, what, command):
-    """The results stored as ``attn_course/measured/{stem}-{device}.json``.
-
-    ``what`` (e.g. ``"a benchmark"``) and ``command`` (``"make bench"``) say in
-    the error what is missing and how to make it.
+    """The results stored as ``attn_course/measured/{stem}-{device}.json``; ``what`` and
+    ``command`` word the error.
     """
     if device not in ("cpu", "cuda"):
         raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
@@ -523,21 +332,12 @@ STORING_OUTPUTS = "ATTN_COURSE_STORING_OUTPUTS"
 
 
 def print_timings(lines):
-    """Print the lines of a timing measured in a notebook cell, as it runs.
+    """Print the lines of a timing measured in a notebook cell.
 
-    Times differ from run to run and from machine to machine, so the stored
-    outputs of the course do not keep them: while ``make outputs`` stores a
-    notebook (the environment variable ``ATTN_COURSE_STORING_OUTPUTS`` is set),
-    one fixed line saying so is printed instead, and re-running the notebook
-    leaves its file unchanged. Run the cell yourself to see your machine's times.
-    Introduced in Chapter 9.
+    While ``make outputs`` stores a notebook (``ATTN_COURSE_STORING_OUTPUTS`` is set)
+    one fixed line is printed instead, so the stored notebook does not change from run
+    to run. Introduced in Chapter 9.
 
-    Parameters
-    ----------
-    lines : iterable of str
-
-    Examples
-    --------
     >>> print_timings(["T = 128: 1.2 ms"])
     T = 128: 1.2 ms
     """
@@ -555,18 +355,10 @@ def print_timings(lines):
 
 
 def print_stored_timings(device="cpu", **fields):
-    """Print the stored ``make bench`` times whose rows have the given ``fields``,
-    with when, where and with what they were measured.
+    """Print the stored ``make bench`` times whose rows have the given ``fields``, with
+    when, where and with what they were measured; a tuple or list matches any of its
+    values. Introduced in Chapter 9.
 
-    A cell that times something on the reader's machine (:func:`print_timings`)
-    calls this beside it: the stored pages of the course do not keep the reader's
-    times, but they keep these. A row of attention has the fields ``section``,
-    ``mask``, ``method``, ``block_size`` and ``T``; a row of generation ``kind``,
-    ``batch``, ``tokens`` and ``method``. A tuple or list of values matches any of
-    them. Introduced in Chapter 9.
-
-    Examples
-    --------
     >>> print_stored_timings(section="attention", method="plain", mask="none", T=256)
     ... # doctest: +ELLIPSIS
     stored by make bench on ..., torch ...:
@@ -632,17 +424,9 @@ def _describe(row, settings):
 
 
 def operations_run(call):
-    """The names of the PyTorch operations that ``call()`` runs, sorted.
+    """The names of the PyTorch operations that ``call()`` runs, sorted, from the
+    profiler (whose own messages are kept out of the notebook). Introduced in Chapter 9.
 
-    Read from PyTorch's profiler (``torch.profiler.profile`` on the CPU). The
-    profiler's own start and stop messages, which it writes to the process's
-    error stream with a time stamp, are kept out of the notebook.
-
-    Introduced in Chapter 9.
-
-    Examples
-    --------
-    >>> import torch
     >>> "aten::mm" in operations_run(lambda: torch.ones(2, 2) @ torch.ones(2, 2))
     True
     """

@@ -1,26 +1,13 @@
 """Interactive explorers of attention: small ipywidgets apps on pure computations.
 
-Introduced in Chapter 1. Chapter 1, query and temperature: pick the query token,
-turn the temperature knob (:func:`attention_explorer`). Chapter 3, masks: switch the
-causal mask on and off and choose how it is passed (:func:`mask_explorer`).
-
-The computations live in :mod:`attn_course.walkthrough`
-(:func:`~attn_course.walkthrough.query_attention` and
-:func:`~attn_course.walkthrough.masked_attention`); this module only draws them and
-reacts to the controls. It is the one module of the package that imports ipywidgets,
-and nothing in the package imports it but the package's face, ``attn_course``.
-ipywidgets is optional (``pip install "attn-course[explorers]"``, 7.6 or newer):
-without it the package imports as usual and only building an explorer raises an
-``ImportError`` that says what to install. Where widgets cannot run (the static
-website, a notebook not yet run, a viewer without a kernel), an explorer shows a
-still of itself, a picture of its controls and chart that it puts beside the live
-widget in its display bundle (:meth:`AttentionExplorer.still`).
-
-Shapes
-------
-Letters: see attn_course.shapes.
-embeddings : (T, D)
-queries, keys : (T, d_k)
+:func:`attention_explorer` (Chapter 1): pick the query, turn the temperature.
+:func:`mask_explorer` (Chapter 3): switch the causal mask and choose how it is
+passed. The computations live in :mod:`attn_course.walkthrough`; this module draws
+them and reacts to the controls. It is the only module that imports ipywidgets
+(optional: ``pip install "attn-course[explorers]"``, 7.6 or newer; without it only
+building an explorer fails, saying what to install). Where widgets cannot run, an
+explorer shows a still picture of itself (:meth:`AttentionExplorer.still`).
+Introduced in Chapter 1.
 """
 
 from __future__ import annotations
@@ -90,9 +77,9 @@ def _slider_position(slider):
 
 
 def _draw_control(ax, control, y, row):
-    """Draw one control as it looks in JupyterLab, centred on height ``y`` of ``ax``
-    in a row ``row`` high (``ax`` spans 0 to 1 both ways): its description, then a
-    dropdown's box, a slider's track, knob and readout, or a checkbox's box."""
+    """Draw one control as JupyterLab shows it, centred on height ``y`` of ``ax`` in a
+    row ``row`` high: its description, then a dropdown, a slider or a checkbox.
+    """
     colour = GREY if control.disabled else "black"
     left = 0.24  # where every control starts; its description ends just before
     box = {"boxstyle": "round,pad=0,rounding_size=0.008", "linewidth": 0.8}
@@ -138,10 +125,9 @@ def _draw_control(ax, control, y, row):
 class _ControlledView(widgets.VBox if widgets is not None else object):
     """Controls in a row above an ``Output``; any change recomputes and redraws.
 
-    A subclass builds its controls, then calls :meth:`_start` with them, and
-    implements :meth:`_recompute`, which returns the new state, its figure (drawn
-    into ``ax`` when one is given) and one line of text. Its class attribute
-    ``chart_height`` is the height in inches of that figure in :meth:`still`.
+    A subclass builds its controls, calls :meth:`_start` with them and implements
+    :meth:`_recompute` (the new state, its figure and one line of text);
+    ``chart_height`` is the chart's height in inches in :meth:`still`.
     """
 
     chart_height = 3.0
@@ -161,16 +147,9 @@ class _ControlledView(widgets.VBox if widgets is not None else object):
         self.update()
 
     def update(self):
-        """Recompute for the current controls and redraw the output.
-
-        The output is replaced in one step, a figure and one line of text. Unlike
-        printing inside ``with output:``, this needs no running kernel, so the
-        explorers behave the same in a notebook, in a test and in a doctest.
-
-        Returns
-        -------
-        QueryAttention or MaskedAttention
-            The new :attr:`state`.
+        """Recompute for the current controls, redraw the output in one step (no running
+        kernel needed, so tests and doctests see it too) and return the new
+        :attr:`state`.
         """
         self.state, self.figure, line = self._recompute()
         png, size = self.figure._repr_png_()
@@ -186,18 +165,8 @@ class _ControlledView(widgets.VBox if widgets is not None else object):
         return self.state
 
     def still(self):
-        """A picture of the explorer as it stands: its controls, the chart and the
-        line of text under it.
-
-        A page that cannot run Python (the website, a notebook not yet run) shows
-        this picture where a running notebook shows the live explorer; the
-        controls are drawn with their current values, one per row.
-
-        Returns
-        -------
-        matplotlib.figure.Figure
-            A new figure, :data:`STILL_WIDTH` inches wide: the controls, the chart
-            (a colorbar too for a heatmap) and the line are its axes.
+        """A picture of the explorer as it stands, :data:`STILL_WIDTH` inches wide: the
+        controls with their values, the chart and the line of text under it.
 
         Examples
         --------
@@ -207,8 +176,6 @@ class _ControlledView(widgets.VBox if widgets is not None else object):
         >>> controls, chart, line = app.still().axes
         >>> [text.get_text() for text in controls.texts if len(text.get_text()) > 1]
         ['query', '1: shiny', 'temperature', '0.50']
-        >>> chart.get_title()
-        'query "shiny", temperature 0.50'
         """
         rows = len(self.controls)
         fig = _new_figure(STILL_WIDTH, STILL_ROW * (rows + 1) + self.chart_height)
@@ -227,9 +194,9 @@ class _ControlledView(widgets.VBox if widgets is not None else object):
         return fig
 
     def _repr_mimebundle_(self, **kwargs):
-        """The live widget for Jupyter, plus :meth:`still` as a PNG for every
-        viewer that cannot run the widget (ipywidgets 8; version 7 displays the
-        widget alone)."""
+        """The live widget, plus :meth:`still` as a PNG for viewers that cannot run it
+        (ipywidgets 8).
+        """
         bundle = super()._repr_mimebundle_(**kwargs)
         if bundle is None:
             return None
@@ -241,47 +208,14 @@ class _ControlledView(widgets.VBox if widgets is not None else object):
 class AttentionExplorer(_ControlledView):
     """An ipywidgets app: choose a query token and a temperature, see the weights.
 
-    Introduced in Chapter 1.
-
-    It is an ``ipywidgets.VBox`` holding a ``Dropdown`` (the query), a
-    ``FloatLogSlider`` (the temperature) and an ``Output`` with a bar chart of the
-    weights and a line with the context vector. Changing the dropdown or the slider
-    calls :meth:`update`, which recomputes with
-    :func:`~attn_course.walkthrough.query_attention`, stores the result in
-    :attr:`state` and redraws. Everything also works without a browser: set
-    ``explorer.dropdown.value`` or ``explorer.slider.value`` and read
-    ``explorer.state``.
-
-    Parameters
-    ----------
-    tokens : sequence of str
-        The tokens, one per embedding row.
-    embeddings : torch.Tensor or numpy.ndarray
-        One embedding row per token.
-    query_index : int, default 1
-        The query token shown first.
-    temperature : float, default 1.0
-        The temperature shown first. The slider spans 0.01 to 100, widened to
-        include this value if needed.
-
-    Attributes
-    ----------
-    dropdown : ipywidgets.Dropdown
-        Its ``value`` is the query position.
-    slider : ipywidgets.FloatLogSlider
-        Its ``value`` is the temperature.
-    output : ipywidgets.Output
-        Shows the bar chart and the context vector: its ``outputs`` are a PNG
-        picture and a ``context vector of "<token>": [...]`` line, replaced on every
-        update (no running kernel needed, so tests can read them).
-    state : QueryAttention
-        The result for the current dropdown and slider values.
-    figure : matplotlib.figure.Figure
-        The bar chart for the current values.
+    A ``VBox`` of a ``Dropdown`` (the query), a ``FloatLogSlider`` (the temperature,
+    0.01 to 100) and an ``Output`` with a bar chart and the context vector. A change
+    recomputes with :func:`~attn_course.walkthrough.query_attention` into
+    :attr:`state` and :attr:`figure`; set ``dropdown.value`` or ``slider.value`` to use
+    it without a browser. Introduced in Chapter 1.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     embeddings : (T, D)
     state.weights : (T,)
     state.context : (D,)
@@ -296,8 +230,6 @@ class AttentionExplorer(_ControlledView):
     >>> app.state.weights.round(decimals=2)
     tensor([0.0000, 0.7500, 0.2500])
     >>> app.dropdown.value = 0  # query "Hello"
-    >>> app.figure.axes[0].get_title()
-    'query "Hello", temperature 0.10'
     >>> app
     AttentionExplorer(tokens=('Hello', 'shiny', 'sun!'), query_index=0, temperature=0.1)
     """
@@ -361,30 +293,13 @@ class AttentionExplorer(_ControlledView):
 
 
 def attention_explorer(tokens, embeddings, *, query_index=1, temperature=1.0):
-    """Build the interactive explorer of query choice and softmax temperature.
+    """Build an :class:`AttentionExplorer`; end a cell with it to display it.
+    Introduced in Chapter 1.
 
-    Introduced in Chapter 1. The arguments are those of :class:`AttentionExplorer`.
-
-    Returns
-    -------
-    AttentionExplorer
-        An ``ipywidgets.VBox``; display it by ending a cell with it. Its
-        ``dropdown``, ``slider``, ``state`` and ``update()`` are described in
-        :class:`AttentionExplorer`.
-
-    Raises
-    ------
-    ImportError
-        If ipywidgets is not installed; the message says how to install it.
-
-    Examples
-    --------
     >>> from attn_course.data import your_journey
     >>> app = attention_explorer(*your_journey(), query_index=1, temperature=0.5)
     >>> app.dropdown.label, app.slider.value
     ('1: journey', 0.5)
-    >>> round(float(app.state.weights.sum()), 4)
-    1.0
     """
     return AttentionExplorer(
         tokens, embeddings, query_index=query_index, temperature=temperature
@@ -395,49 +310,17 @@ def attention_explorer(tokens, embeddings, *, query_index=1, temperature=1.0):
 
 
 class MaskExplorer(_ControlledView):
-    """An ipywidgets app: switch the causal mask on and off, and choose how it is
-    passed, and see the attention weights as a heatmap.
+    """An ipywidgets app: switch the causal mask and choose how it is passed.
 
-    Introduced in Chapter 3.
-
-    A ``Checkbox`` turns the causal mask on or off, a ``Dropdown`` picks one of
-    :data:`MASK_CONVENTIONS`, and an ``Output`` shows the heatmap and one line that
-    says how much weight went to future keys and which queries saw no key at all.
-    Changing a control calls :meth:`update`, which recomputes with
-    :func:`~attn_course.walkthrough.masked_attention`; tests can set
-    ``explorer.checkbox.value`` or ``explorer.dropdown.value`` and read
-    ``explorer.state``, no browser needed.
-
-    Parameters
-    ----------
-    tokens : sequence of str
-        The tokens, one per query and key row.
-    queries, keys : torch.Tensor
-        One query and one key vector per token, e.g. ``module.W_query(x)``.
-    causal : bool, default True
-        Whether the mask starts switched on.
-    convention : str, default "bool"
-        The convention shown first, a key of :data:`MASK_CONVENTIONS`.
-
-    Attributes
-    ----------
-    query_vectors, key_vectors : torch.Tensor
-        Copies of the queries and keys (``keys`` is a name ipywidgets reserves).
-    checkbox : ipywidgets.Checkbox
-        Its ``value`` switches the causal mask.
-    dropdown : ipywidgets.Dropdown
-        Its ``value`` is a key of :data:`MASK_CONVENTIONS`; disabled while the
-        mask is off.
-    output : ipywidgets.Output
-        Its ``outputs`` are a PNG of the heatmap and a summary line.
-    state : MaskedAttention
-        The result for the current controls.
-    figure : matplotlib.figure.Figure
-        The heatmap for the current controls.
+    A ``Checkbox`` (the mask), a ``Dropdown`` of :data:`MASK_CONVENTIONS` (disabled
+    while the mask is off) and an ``Output`` with the heatmap of the weights and a line
+    on the weight given to future keys and the queries that saw no key. A change
+    recomputes with :func:`~attn_course.walkthrough.masked_attention` into
+    :attr:`state`. ``query_vectors`` and ``key_vectors`` hold copies of the inputs
+    (``keys`` is a name ipywidgets reserves). Introduced in Chapter 3.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     queries, keys : (T, d_k)
     state.weights : (T, T)
 
@@ -455,8 +338,6 @@ class MaskExplorer(_ControlledView):
     >>> app.dropdown.value = "inverted"
     >>> app.state.empty_rows
     (2,)
-    >>> app
-    MaskExplorer(tokens=('a', 'b', 'c'), causal=True, convention='inverted')
     """
 
     chart_height = 4.2
@@ -515,27 +396,12 @@ class MaskExplorer(_ControlledView):
 
 
 def mask_explorer(tokens, queries, keys, *, causal=True, convention="bool"):
-    """Build the interactive explorer of the causal mask and its conventions.
+    """Build a :class:`MaskExplorer`; end a cell with it to display it.
+    Introduced in Chapter 3.
 
-    Introduced in Chapter 3. The arguments are those of :class:`MaskExplorer`.
-
-    Returns
-    -------
-    MaskExplorer
-        An ``ipywidgets.VBox``; display it by ending a cell with it.
-
-    Raises
-    ------
-    ImportError
-        If ipywidgets is not installed; the message says how to install it.
-
-    Examples
-    --------
     >>> from attn_course.data import your_journey
     >>> tokens, x = your_journey()
     >>> app = mask_explorer(tokens, x, x, convention="additive")
-    >>> app.state.future_weight
-    0.0
     >>> app.figure.axes[0].get_title()
     'causal: float mask added to the scores, 0 / -inf'
     """

@@ -1,13 +1,9 @@
 """Scaled dot-product attention, written out one step at a time.
 
 ``torch.nn.functional.scaled_dot_product_attention`` does all of this in one fused
-call. The version here gives the same results, but every step is a line you can read,
-print and change, and it can hand back the attention weights it used.
-
-Shape letters are those of :mod:`attn_course.shapes`; ``...`` stands for any number
-of batch dimensions (batch ``B``, heads ``H``, ...). Introduced in Chapter 1, where
-attention is first computed by hand; every later chapter and every module of the
-package calls it.
+call; here every step is a line you can read, print and change, and the weights
+can be handed back. ``...`` stands for any number of batch dimensions.
+Introduced in Chapter 1; every later chapter and every attention module calls it.
 """
 
 import itertools
@@ -26,7 +22,7 @@ from ._validate import (
 )
 from .masks import causal_mask
 
-__all__ = ["scaled_dot_product_attention"]
+__all__ = ["scaled_dot_product_attention", "six_steps"]
 
 
 def scaled_dot_product_attention(
@@ -45,72 +41,19 @@ def scaled_dot_product_attention(
 ):
     """Attend from every query to every key and mix the values with the weights.
 
-    The same signature and results as
-    ``torch.nn.functional.scaled_dot_product_attention``, computed in six readable
-    steps: scores, scale, mask, softmax, dropout, weighted sum of the values. The
-    leading ``...`` dimensions of query, key and value broadcast against each other,
-    so one key/value tensor can serve a whole batch of queries; ``attn_mask`` only
-    needs to broadcast to the scores shape. Introduced in Chapter 1;
-    ``enable_gqa`` in Chapter 9.
-
-    Parameters
-    ----------
-    query : torch.Tensor
-        Queries, one row of width ``d_k`` per query.
-    key : torch.Tensor
-        Keys, one row of width ``d_k`` per key.
-    value : torch.Tensor
-        Values, one row of width ``d_v`` per key.
-    attn_mask : torch.Tensor, optional
-        Which keys each query may use, broadcastable to the scores shape
-        ``(..., T_q, T_k)``: for example ``(T_q, T_k)``, ``(B, T_q, T_k)`` or
-        ``(B, H, T_q, T_k)``, with size 1 in any dimension it shares. A **bool** mask
-        means ``True`` = *may attend* (the convention of PyTorch's
-        ``scaled_dot_product_attention``; ``nn.MultiheadAttention`` uses the opposite,
-        ``True`` = *blocked*). A **float** mask is added to the scores, so ``0`` keeps
-        a key and ``-inf`` removes it.
-    dropout_p : float, default 0.0
-        Probability of zeroing each attention weight, in ``[0, 1)``.
-    is_causal : bool, default False
-        Let query ``i`` attend only to keys ``0..i`` (lower triangle, aligned at the
-        top-left corner when ``T_q != T_k``, as in PyTorch). Cannot be combined with
-        ``attn_mask``.
-    scale : float, optional
-        Factor the scores are multiplied by; ``None`` means ``1 / sqrt(d_k)``.
-    enable_gqa : bool, default False
-        Grouped-query attention: key and value may have fewer heads than query.
-        The heads are dimension -3, so query is ``(..., H_q, T_q, d_k)`` and key
-        ``(..., H_kv, T_k, d_k)`` with ``H_q`` a multiple of ``H_kv``; each key head
-        serves ``H_q // H_kv`` consecutive query heads (key head 0 serves query
-        heads ``0 .. H_q // H_kv - 1``, and so on), and the same for value. This
-        is done, as in PyTorch, by repeating every key and value head with
-        ``repeat_interleave`` before step 1. Without it, differing head counts
-        must broadcast like any other batch dimension.
-    return_weights : bool, default False
-        Also return the attention weights.
-    training : bool, default True
-        Dropout is applied only when ``training`` is true and ``dropout_p > 0``;
-        ``training=False`` makes the call deterministic.
-    generator : torch.Generator, optional
-        Random number generator for the dropout mask, for reproducible dropout.
-        Without one, the mask is drawn from the global generator exactly as
-        ``nn.Dropout`` draws it, so after the same ``torch.manual_seed`` the weights
-        match code that applies ``nn.Dropout`` to them.
-
-    Returns
-    -------
-    output : torch.Tensor
-        The weighted sums of the values.
-    weights : torch.Tensor
-        Only if ``return_weights=True``: the weights actually used, after masking and
-        dropout, so that ``output == weights @ value``. Each row sums to 1 (before
-        dropout). A query whose keys are *all* masked gets a row of zeros and an
-        output of zeros, exactly as PyTorch returns. With ``enable_gqa=True`` the
-        weights have one head per *query* head.
+    The signature and results of ``torch.nn.functional.scaled_dot_product_attention``,
+    in six steps (:func:`six_steps`) after checking the inputs. A bool ``attn_mask``
+    means ``True`` = *may attend* (``nn.MultiheadAttention`` uses the opposite); a
+    float one is added to the scores. ``is_causal`` aligns the triangle at the top-left
+    corner. ``enable_gqa`` repeats each key and value head (dimension -3) for its
+    group of query heads. ``training=False`` turns dropout off; without a
+    ``generator`` the dropout mask is drawn as ``nn.Dropout`` draws it. With
+    ``return_weights``, also return the weights used (``output == weights @ value``); a
+    query whose keys are all masked gets weights and output of zeros, as in PyTorch.
+    Introduced in Chapter 1; ``enable_gqa`` in Chapter 9.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     query : (..., T_q, d_k)
     key : (..., T_k, d_k)
     value : (..., T_k, d_v)
@@ -118,28 +61,8 @@ def scaled_dot_product_attention(
     output : (..., T_q, d_v)
     weights : (..., T_q, T_k)
 
-    Raises
-    ------
-    TypeError
-        If query, key, value or attn_mask is not a tensor, if query, key and value
-        are not floating point with one shared dtype, if attn_mask is neither bool
-        nor floating point, if dropout_p or scale is not a number, or if
-        enable_gqa is not a bool.
-    ValueError
-        If an input has fewer than 2 dimensions, query and key differ in ``d_k``,
-        key and value differ in ``T_k``, the batch dimensions do not broadcast,
-        attn_mask does not broadcast to the scores shape, attn_mask is given with
-        ``is_causal=True``, dropout_p is outside ``[0, 1)``, or scale is not a
-        positive finite number; with ``enable_gqa=True``, if an input has fewer
-        than 3 dimensions or the query heads are not a multiple of the key (or
-        value) heads.
-
     Examples
     --------
-    Three tokens attend to each other; with ``is_causal=True`` each token sees only
-    itself and the tokens before it:
-
-    >>> import torch
     >>> x = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])  # (T=3, d_k=2)
     >>> out, weights = scaled_dot_product_attention(
     ...     x, x, x, is_causal=True, return_weights=True
@@ -151,8 +74,7 @@ def scaled_dot_product_attention(
     >>> torch.allclose(out, weights @ x)
     True
 
-    A bool mask: ``True`` = may attend. The second query may use no key at all, so
-    its weights and its output are zeros:
+    The second query may use no key at all, so its weights and output are zeros:
 
     >>> mask = torch.tensor([[True, True, False], [False, False, False]])
     >>> out, weights = scaled_dot_product_attention(
@@ -161,18 +83,12 @@ def scaled_dot_product_attention(
     >>> weights.round(decimals=2)
     tensor([[0.6700, 0.3300, 0.0000],
             [0.0000, 0.0000, 0.0000]])
-    >>> out.round(decimals=2)
-    tensor([[0.6700, 0.3300],
-            [0.0000, 0.0000]])
 
-    Grouped-query attention: 4 query heads share 2 key/value heads, so query heads
-    0 and 1 read key/value head 0, and query heads 2 and 3 read head 1:
+    Grouped-query attention: query heads 0 and 1 read key/value head 0:
 
     >>> q = torch.randn(1, 4, 3, 8)  # (B, H_q=4, T_q, d_k)
     >>> k, v = torch.randn(1, 2, 5, 8), torch.randn(1, 2, 5, 8)  # H_kv=2
     >>> out = scaled_dot_product_attention(q, k, v, enable_gqa=True)
-    >>> out.shape
-    torch.Size([1, 4, 3, 8])
     >>> head_1 = scaled_dot_product_attention(q[:, 1], k[:, 0], v[:, 0])
     >>> torch.allclose(out[:, 1], head_1)
     True
@@ -185,7 +101,7 @@ def scaled_dot_product_attention(
     _, dropout_p, scale = _check_inputs(
         query, key, value, attn_mask, dropout_p, is_causal, scale
     )
-    return _six_steps(
+    return six_steps(
         query,
         key,
         value,
@@ -199,7 +115,7 @@ def scaled_dot_product_attention(
     )
 
 
-def _six_steps(
+def six_steps(
     query,
     key,
     value,
@@ -212,12 +128,19 @@ def _six_steps(
     training,
     generator=None,
 ):
-    """Steps 1-6 of :func:`scaled_dot_product_attention`, on checked inputs.
+    """The six steps of attention, on inputs already checked: scores, scale, mask,
+    softmax, dropout, weighted sum of the values. Introduced in Chapter 1.
 
-    ``scale`` is a number and the heads already line up one to one. The attention
-    modules call this directly: their queries, keys and values come out of their
-    own projections, so the checks, which cost as much as the arithmetic when one
-    new token is generated at a time, would only repeat what the module knows.
+    ``scale`` is a number and the heads line up one to one. The attention modules
+    call this directly: their own projections made the inputs, and the checks would
+    cost as much as the arithmetic when one token is generated at a time.
+
+    Examples
+    --------
+    >>> x = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    >>> six_steps(x, x, x, None, 0.0, False, 1.0, return_weights=False, training=False)
+    tensor([[0.7311, 0.2689],
+            [0.2689, 0.7311]])
     """
     T_q, T_k = query.size(-2), key.size(-2)
 
@@ -296,11 +219,9 @@ _SHARED_SIZES = (
 
 
 def _repeat_key_value_heads(query, key, value):
-    """Key and value with each head repeated for its group of query heads.
-
-    For ``enable_gqa=True``: heads are dimension -3, and a key (or value) with
-    ``H_kv`` heads has each head repeated ``H_q // H_kv`` times in a row, so that
-    key head ``h`` lines up with query heads ``h * group .. (h + 1) * group - 1``.
+    """Key and value with each head (dimension -3) repeated for its group of query
+    heads, so that key head ``h`` lines up with query heads
+    ``h * group .. (h + 1) * group - 1``.
     """
     tensors = {"query": query, "key": key, "value": value}
     for name, tensor in tensors.items():
@@ -334,10 +255,8 @@ def _repeat_key_value_heads(query, key, value):
 
 
 def _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, scale):
-    """Raise a teaching error for bad inputs.
-
-    Returns the scores shape ``(..., T_q, T_k)``, ``dropout_p`` as a float and the
-    scale to use (``1 / sqrt(d_k)`` for ``scale=None``).
+    """Raise a teaching error for bad inputs; return the scores shape, ``dropout_p`` and
+    the scale.
     """
     tensors = {"query": query, "key": key, "value": value}
     for name, tensor in tensors.items():
@@ -400,12 +319,9 @@ def _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, scale):
 
 
 def _broadcast_shapes(*shapes):
-    """The shape that ``shapes`` (tuples of ints) broadcast to, as a tuple.
-
-    The rule of ``torch.broadcast_shapes``, in plain Python: it runs on every call
-    of attention, where the general function costs as much as a small matrix
-    product. Raises ``RuntimeError``, as that function does, when two sizes of one
-    dimension differ and neither is 1.
+    """The shape that ``shapes`` broadcast to: ``torch.broadcast_shapes`` in plain
+    Python, which costs far less on every call of attention. Raises ``RuntimeError`` as
+    it does.
     """
     result = []
     for sizes in itertools.zip_longest(*(reversed(s) for s in shapes), fillvalue=1):
@@ -417,7 +333,6 @@ def _broadcast_shapes(*shapes):
 
 
 def _gqa_hint(query, key, value):
-    """A hint to pass ``enable_gqa=True`` when key and value have fewer heads."""
     if min(t.dim() for t in (query, key, value)) < 3:
         return ""
     H_q = query.size(-3)
@@ -432,7 +347,6 @@ def _gqa_hint(query, key, value):
 
 
 def _check_mask(attn_mask, scores_shape):
-    """Raise a teaching error unless attn_mask is a usable mask for scores_shape."""
     fix = "build it with torch.tensor(..., dtype=torch.bool) (True = may attend)"
     require_tensor(attn_mask, "attn_mask", fix=fix)
     if not attn_mask.is_floating_point():

@@ -1,19 +1,11 @@
-"""Dated turning points of neural translation and of attention, Chapter 10's
-experiment on sentence length, and stored measurements (Chapter 10).
+"""Dated turning points of neural translation and attention, Chapter 10's experiment
+on sentence length, and stored measurements (Chapter 10).
 
-:data:`TIMELINE` is a small table: one :class:`Event` per paper (or talk), with
-the year and month it was first made public, a short label, what kind of step it
-was, and the key of its entry in the course's ``references.bib``. Chapter 10 draws
-it with :func:`attn_course.diagrams.timeline`.
-
-:data:`LENGTH_WIDTHS` sizes the four models of Chapter 10's experiment so that each
-has about 175,000 parameters; :func:`length_model` builds one and
-:func:`length_run` trains and scores it. The readers of stored results,
-:func:`stored_step_times`, :func:`stored_scoring_times` and
-:func:`stored_length_runs`, return what ``python -m tools.bench_history`` measured,
-in files that travel with the package.
-
-Introduced in Chapter 10.
+:data:`TIMELINE` holds one :class:`Event` per paper or talk, drawn by
+:func:`attn_course.diagrams.timeline`. :data:`LENGTH_WIDTHS` sizes the four models
+of the length experiment; :func:`length_model` builds one and :func:`length_run`
+trains and scores it. The ``stored_*`` functions read what
+``python -m tools.bench_history`` measured, stored with the package.
 """
 
 from __future__ import annotations
@@ -41,21 +33,9 @@ __all__ = [
 
 
 class Event(NamedTuple):
-    """One dated row of :data:`TIMELINE`. Introduced in Chapter 10.
-
-    Attributes
-    ----------
-    year : int
-    month : int
-        1 to 12: when the work was first made public (for most papers, its first
-        arXiv version, whose number starts with the year and month); 0 when only
-        the year is given.
-    label : str
-        A few words for the figure.
-    kind : str
-        One of :data:`KINDS`.
-    key : str
-        The citation key in ``references.bib``.
+    """One dated row of :data:`TIMELINE`: ``month`` 1 to 12 (first made public, usually
+    the first arXiv version) or 0 for the year alone; ``kind`` one of :data:`KINDS`;
+    ``key`` the citation key in ``references.bib``. Introduced in Chapter 10.
     """
 
     year: int
@@ -66,10 +46,10 @@ class Event(NamedTuple):
 
 
 KINDS = ("recurrent", "attention", "transformer", "after")
-"""The kinds of step in :data:`TIMELINE`: recurrent and convolutional models,
-attention added to them, the transformer, and what was built on it or looks
-beyond it.
-Introduced in Chapter 10."""
+"""The kinds of step in :data:`TIMELINE`: recurrent (and convolutional) models,
+attention added to them, the transformer, and what came after it.
+Introduced in Chapter 10.
+"""
 
 TIMELINE = (
     Event(1997, 0, "LSTM", "recurrent", "hochreiter1997long"),
@@ -112,56 +92,26 @@ TIMELINE = (
     Event(2023, 12, "Mamba (selective state spaces)", "after", "gu2023mamba"),
 )
 """The dated events that Chapter 10's timeline draws, oldest first.
-
-Introduced in Chapter 10."""
+Introduced in Chapter 10.
+"""
 
 
 def stored_step_times(device="cpu"):
-    """The results of ``make bench-history`` stored with the package, as a dict.
+    """The stored times of one training step of a GRU layer and of a self-attention
+    layer of the same width as ``T`` grows: ``rows`` with ``T``, ``method`` ("gru" or
+    "attention"), ``time_ms`` and ``sequential_steps``. Introduced in Chapter 10.
 
-    ``python -m tools.bench_history`` times one training step (forward and
-    backward) of a GRU layer and of a self-attention layer of the same width as
-    the length ``T`` grows. The dict holds ``date``, ``machine``, ``torch``,
-    ``settings`` and ``rows``, one per method and length, each with ``T``,
-    ``method`` (``"gru"`` or ``"attention"``), ``time_ms`` and
-    ``sequential_steps``. Introduced in Chapter 10.
-
-    Parameters
-    ----------
-    device : {"cpu", "cuda"}, default "cpu"
-
-    Raises
-    ------
-    ValueError
-        If ``device`` is neither.
-    FileNotFoundError
-        If no run on ``device`` is stored; the message says how to make one.
-
-    Examples
-    --------
-    >>> results = stored_step_times()
-    >>> sorted({row["method"] for row in results["rows"]})
+    >>> sorted({row["method"] for row in stored_step_times()["rows"]})
     ['attention', 'gru']
     """
     return load_measured("history", device, "step timings", "make bench-history")
 
 
 def stored_scoring_times(device="cpu"):
-    """The timings of additive and dot-product scores stored with the package.
+    """The stored times of additive and dot-product scores for the shapes Chapter 10
+    times live: ``rows`` with ``method`` ("additive" or "dot") and ``time_ms``.
+    Introduced in Chapter 10.
 
-    ``python -m tools.bench_history --part scores`` times the scores of every
-    query against every key, additive (a hidden layer of ``d_a`` units and a
-    ``tanh`` for every pair) and dot product (one matrix product), for the shapes
-    that Chapter 10 times live. The dict holds ``date``, ``machine``, ``torch``,
-    ``settings`` and ``rows``, one per method, each with ``method``
-    (``"additive"`` or ``"dot"``) and ``time_ms``. Introduced in Chapter 10.
-
-    Parameters
-    ----------
-    device : {"cpu", "cuda"}, default "cpu"
-
-    Examples
-    --------
     >>> [row["method"] for row in stored_scoring_times()["rows"]]
     ['additive', 'dot']
     """
@@ -179,34 +129,17 @@ LENGTH_WIDTHS = {
     "GRU + attention": 96,
     "transformer": 64,
 }
-"""``d_model`` of each model of Chapter 10's experiment on sentence length, chosen so
-that all four have about 175,000 parameters on Chapter 6's vocabularies, as many as
-Chapter 6's transformer (2 + 2 layers, 4 heads, ``d_ff = 128``). ``"GRU"`` is the
-plain :class:`~attn_course.rnn.GRUSeq2Seq`, ``"GRU + summary"`` the one with
-``summary_every_step=True`` (Cho et al., 2014), ``"GRU + attention"`` the one with
-``attention=True`` (Bahdanau et al., 2015). Introduced in Chapter 10."""
+"""``d_model`` of each model of Chapter 10's length experiment, so that all four have
+about 175,000 parameters, as many as Chapter 6's transformer: the plain
+:class:`~attn_course.rnn.GRUSeq2Seq`, with ``summary_every_step`` and with
+``attention``, and the transformer. Introduced in Chapter 10.
+"""
 
 
 def length_model(name):
-    """One model of Chapter 10's experiment, untrained, with its width from
+    """One untrained model of Chapter 10's experiment, ``name`` a key of
     :data:`LENGTH_WIDTHS`, for Chapter 6's vocabularies. Introduced in Chapter 10.
 
-    Parameters
-    ----------
-    name : str
-        A key of :data:`LENGTH_WIDTHS`.
-
-    Returns
-    -------
-    GRUSeq2Seq or attn_course.seq2seq.Seq2SeqTransformer
-
-    Raises
-    ------
-    ValueError
-        If ``name`` is not a key of :data:`LENGTH_WIDTHS`.
-
-    Examples
-    --------
     >>> counts = [seq2seq.count_parameters(length_model(n)) for n in LENGTH_WIDTHS]
     >>> max(counts) / min(counts) < 1.01
     True
@@ -233,28 +166,11 @@ def length_run(
 ):
     """Build, train and score one model of Chapter 10's experiment.
 
-    ``torch.manual_seed(seed)`` before :func:`length_model`, then Chapter 6's
-    :func:`~attn_course.seq2seq.train` (``seed`` shuffles the batches), then the
-    exact match of greedy translations: on the test pairs by source length, and on
-    ``train_subset``, pairs the model was trained on. Introduced in Chapter 10.
-
-    Parameters
-    ----------
-    name : str
-        A key of :data:`LENGTH_WIDTHS`.
-    train_data, test_data, train_subset : attn_course.translation.Batch
-    seed, epochs : int
-    warmup_steps : int, default 50
-
-    Returns
-    -------
-    model : torch.nn.Module
-        Trained, in eval mode.
-    result : dict
-        ``model`` (the name), ``seed``, ``epochs``, ``parameters``,
-        ``train_exact_match``, ``test_exact_match``, ``by_length`` (a list of
-        ``[source length, accuracy, number of test pairs]``) and ``seconds``, the
-        time training took.
+    ``torch.manual_seed(seed)``, :func:`length_model`, Chapter 6's
+    :func:`~attn_course.seq2seq.train`, then greedy exact match on the test pairs by
+    source length and on ``train_subset``. Returns the model (in eval mode) and a dict:
+    ``model``, ``seed``, ``epochs``, ``parameters``, ``train_exact_match``,
+    ``test_exact_match``, ``by_length`` and ``seconds``. Introduced in Chapter 10.
     """
     torch.manual_seed(seed)
     model = length_model(name)
@@ -283,20 +199,10 @@ def length_run(
 
 
 def stored_length_runs(device="cpu"):
-    """The runs of Chapter 10's experiment on sentence length stored with the
-    package: every model of :data:`LENGTH_WIDTHS`, several seeds.
+    """The stored runs of :func:`length_run`: every model of :data:`LENGTH_WIDTHS`,
+    several seeds, and the plain GRU with five times the epochs.
+    Introduced in Chapter 10.
 
-    ``python -m tools.bench_history --part lengths`` calls :func:`length_run` for
-    each model and seed, and for the plain GRU with five times the epochs too.
-    The dict holds ``date``, ``machine``, ``torch``, ``settings`` and ``rows``,
-    the ``result`` dicts of :func:`length_run`. Introduced in Chapter 10.
-
-    Parameters
-    ----------
-    device : {"cpu", "cuda"}, default "cpu"
-
-    Examples
-    --------
     >>> runs = stored_length_runs()
     >>> sorted({row["model"] for row in runs["rows"]}) == sorted(LENGTH_WIDTHS)
     True

@@ -1,20 +1,12 @@
 """A key-value cache: the keys and values of the tokens already read, kept for the
 next step of generation.
 
-When a decoder generates, step ``t`` needs the keys and values of tokens
-``0..t``. Without a cache the model recomputes all of them at every step, so the
-work of one step grows with the length. With a cache, each step computes the key
-and value of the one new token in every layer, appends them, and attends from the
-new token's query to everything stored. The result is the same; only the
-recomputation is gone.
-
-Memory is the price: per layer, a key and a value of ``d`` numbers per key-value
-head per token, so ``2 * num_layers * B * num_kv_heads * T * d`` numbers in all
-(:func:`kv_cache_numbers`). Grouped-query attention shrinks it by using fewer
-key-value heads than query heads.
-
-Shape letters are those of :mod:`attn_course.shapes`; ``H_kv`` is the number of
-key-value heads. Introduced in Chapter 9.
+Without a cache every step recomputes the keys and values of all tokens; with one,
+each step computes those of the new token in every layer, appends them and attends
+from its query to everything stored: the same result, without the recomputation.
+The price is memory, ``2 * num_layers * B * num_kv_heads * T * d`` numbers
+(:func:`kv_cache_numbers`), which grouped-query attention shrinks. ``H_kv`` is the
+number of key-value heads. Introduced in Chapter 9.
 """
 
 from ._validate import require_int, require_tensor
@@ -25,28 +17,11 @@ __all__ = ["KVCache", "LayerCache", "kv_cache_numbers"]
 class LayerCache:
     """The keys and values one attention layer has seen, ``(B, H_kv, T, d)`` each.
 
-    :meth:`append` writes the new tokens' keys and values after those stored and
-    returns everything stored so far, which is what the layer attends to. They go
-    into storage reserved in advance, room for :attr:`capacity` tokens along ``T``,
-    and a length counter says how much of it is filled, so a step copies only its
-    new tokens (``torch.cat`` would copy the whole cache at every step, ``T**2 / 2``
-    tokens for ``T`` steps). Full storage doubles, since a layer does not know the
-    model's ``context_length``; doubling copies fewer than ``2 * T`` stored tokens
-    for ``T`` appended. The storage is written in place, so the cache is for
-    inference (under ``torch.no_grad()``, as in :func:`attn_course.generate`).
+    :meth:`append` writes the new tokens after those stored and returns all of them.
+    Storage is reserved ahead (``capacity`` tokens, doubling when full), so a step
+    copies only its new tokens, where ``torch.cat`` would copy the whole cache. It is
+    written in place: for inference, under ``torch.no_grad()``.
     Introduced in Chapter 9.
-
-    Parameters
-    ----------
-    capacity : int, default 0
-        Tokens to reserve room for at the first :meth:`append` (more if it
-        brings more), e.g. ``config.context_length``.
-
-    Attributes
-    ----------
-    keys, values : torch.Tensor or None
-        Views of the filled part of the storage, ``(B, H_kv, T, d)``; ``None``
-        before the first :meth:`append`.
 
     Examples
     --------
@@ -57,9 +32,6 @@ class LayerCache:
     >>> _ = layer.append(k[:, :, :1], k[:, :, :1])  # one token more: room for 6
     >>> len(layer), layer.capacity, tuple(layer.keys.shape)
     (4, 6, (1, 2, 4, 4))
-    >>> layer.truncate(3)  # drop the newest token
-    >>> len(layer)
-    3
     """
 
     def __init__(self, *, capacity=0):
@@ -128,10 +100,7 @@ class LayerCache:
         return self.keys, self.values
 
     def truncate(self, length):
-        """Keep the first ``length`` tokens and forget the rest; the storage stays.
-
-        ``layer.truncate(len(layer) - 1)`` drops the newest token.
-        """
+        """Keep the first ``length`` tokens and forget the rest; the storage stays."""
         length = require_int(length, "length", minimum=0)
         if length > self._length:
             raise ValueError(
@@ -155,19 +124,10 @@ class LayerCache:
 class KVCache:
     """One :class:`LayerCache` per layer of a model.
 
-    Pass it to :class:`attn_course.GPT` as ``model(idx, cache=cache)``: the model
-    gives the new tokens the positions after those cached, and every block appends
-    its keys and values to its own layer's cache. ``len(cache)`` is the number of
-    tokens cached. :func:`attn_course.generate` with ``use_cache=True`` makes and
-    fills one. Introduced in Chapter 9.
-
-    Parameters
-    ----------
-    num_layers : int
-        The number of attention layers of the model (``config.num_layers``).
-    capacity : int, default 0
-        Tokens each layer reserves room for at its first append, e.g.
-        ``config.context_length`` (see :class:`LayerCache`).
+    ``model(idx, cache=cache)`` gives the new tokens the positions after those cached,
+    and every block appends to its own layer; ``len(cache)`` counts the tokens cached.
+    :func:`attn_course.generate` with ``use_cache=True`` makes and fills one.
+    Introduced in Chapter 9.
 
     Examples
     --------
@@ -178,9 +138,6 @@ class KVCache:
     >>> _ = cache.layers[1].append(k, k)
     >>> len(cache), cache.numbers()  # 2 layers * (keys + values) * 1 * 2 * 3 * 4
     (3, 96)
-    >>> cache.truncate(2)  # every layer forgets its newest token
-    >>> len(cache)
-    2
     """
 
     def __init__(self, num_layers, *, capacity=0):
@@ -213,14 +170,10 @@ class KVCache:
 
 
 def kv_cache_numbers(num_layers, num_kv_heads, head_dim, tokens, batch=1):
-    """How many numbers a KV cache holds: ``2 * num_layers * batch * num_kv_heads *
-    tokens * head_dim`` (a key and a value per layer, head and token).
+    """How many numbers a KV cache holds:
+    ``2 * num_layers * batch * num_kv_heads * tokens * head_dim``; times the bytes of
+    one number (4 for float32) for the memory. Introduced in Chapter 9.
 
-    Multiply by the bytes of one number (4 for float32, 2 for float16) for the
-    memory. Introduced in Chapter 9.
-
-    Examples
-    --------
     >>> kv_cache_numbers(num_layers=4, num_kv_heads=4, head_dim=24, tokens=64)
     49152
     """

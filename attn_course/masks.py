@@ -1,14 +1,12 @@
 """Attention masks: which keys each query may attend to.
 
 Convention, everywhere in this package: in a bool mask ``True`` means *may attend*,
-as in ``torch.nn.functional.scaled_dot_product_attention``. Beware that
-``nn.MultiheadAttention`` uses the opposite (``True`` = *blocked*): a mask meant for
-one silently gives wrong results in the other, so invert it with ``~mask`` when you
-move between them.
+as in ``torch.nn.functional.scaled_dot_product_attention``. ``nn.MultiheadAttention``
+uses the opposite (``True`` = *blocked*): a mask meant for one silently gives wrong
+results in the other, so invert it with ``~mask`` between them.
 
-Shape letters are those of :mod:`attn_course.shapes`. Introduced in Chapter 3 (the
-causal mask and both mask conventions); Chapter 5 adds the reshape of a padding mask
-for multi-head scores.
+Introduced in Chapter 3; Chapter 5 adds the reshape of a padding mask for
+multi-head scores.
 """
 
 import torch
@@ -33,44 +31,14 @@ def causal_mask(T_q, T_k=None, *, offset=0, device=None):
     """Bool mask letting each query attend only to the keys up to its own position.
 
     Query ``i`` sits at key position ``offset + i`` and may attend to keys
-    ``0..offset + i``: ``True`` there (= *may attend*, the convention of PyTorch's
-    ``scaled_dot_product_attention``; ``nn.MultiheadAttention`` uses the
-    opposite). ``offset=0`` aligns the triangle at the top-left corner, as
-    ``is_causal=True`` does in PyTorch and in this package. For ``T_q`` new tokens
-    after ``T_k - T_q`` cached ones (a KV cache, Chapter 9), pass
-    ``offset=T_k - T_q``: the mask is then the last ``T_q`` rows of
-    ``causal_mask(T_k)``, PyTorch's bottom-right ``causal_lower_right``.
-    :func:`attn_course.alibi_bias` places its queries with the same ``offset``.
+    ``0..offset + i``. ``offset=0`` aligns the triangle at the top-left corner, as
+    ``is_causal=True`` does; ``T_q`` new tokens after ``T_k - T_q`` cached ones (a KV
+    cache, Chapter 9) take ``offset=T_k - T_q``, PyTorch's ``causal_lower_right``.
     Introduced in Chapter 3.
-
-    Parameters
-    ----------
-    T_q : int
-        Number of queries (rows), at least 1.
-    T_k : int, optional
-        Number of keys (columns), at least 1; defaults to ``T_q``.
-    offset : int, default 0
-        Keyword only. The position of query 0 among the keys, at least 0.
-    device : torch.device or str, optional
-        Where to create the mask.
-
-    Returns
-    -------
-    torch.Tensor
-        Bool mask, ``True`` where query ``i`` may attend to key ``j``
-        (``j <= offset + i``).
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     output : (T_q, T_k)
-
-    Raises
-    ------
-    TypeError
-        If ``T_q``, ``T_k`` or ``offset`` is not an int.
-    ValueError
-        If ``T_q`` or ``T_k`` is smaller than 1, or ``offset`` smaller than 0.
 
     Examples
     --------
@@ -78,9 +46,6 @@ def causal_mask(T_q, T_k=None, *, offset=0, device=None):
     tensor([[ True, False, False],
             [ True,  True, False],
             [ True,  True,  True]])
-    >>> causal_mask(2, 4)  # top-left, as is_causal=True
-    tensor([[ True, False, False, False],
-            [ True,  True, False, False]])
     >>> causal_mask(2, 4, offset=2)  # 2 new tokens after 2 cached ones
     tensor([[ True,  True,  True, False],
             [ True,  True,  True,  True]])
@@ -95,47 +60,22 @@ def causal_mask(T_q, T_k=None, *, offset=0, device=None):
 def padding_mask(lengths, max_len=None):
     """Bool mask marking the real tokens of padded sequences.
 
-    Row ``b`` is ``True`` for the first ``lengths[b]`` positions (real tokens) and
-    ``False`` for the padding after them: ``True`` = *may attend*, the convention of
-    PyTorch's ``scaled_dot_product_attention`` (``nn.MultiheadAttention``'s
-    ``key_padding_mask`` uses the opposite, ``True`` = padding; pass it ``~mask``).
-    To use it as an ``attn_mask`` over scores of shape ``(B, H, T_q, T_k)``, reshape
-    it with :func:`key_padding_to_attn_mask`. Introduced in Chapter 3.
-
-    Parameters
-    ----------
-    lengths : list of int, tuple of int or torch.Tensor
-        The length of each sequence; each between 0 and ``max_len``.
-    max_len : int, optional
-        Padded length ``T``, at least 1; defaults to ``max(lengths)``.
-
-    Returns
-    -------
-    torch.Tensor
-        Bool mask, ``True`` for real tokens, ``False`` for padding.
+    Row ``b`` is ``True`` for the first ``lengths[b]`` positions and ``False`` for the
+    padding after them; ``max_len`` defaults to ``max(lengths)``. Give
+    ``nn.MultiheadAttention``'s ``key_padding_mask`` its inverse, ``~mask``; for
+    multi-head scores reshape it with :func:`key_padding_to_attn_mask`.
+    Introduced in Chapter 3.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     lengths : (B,)
     output : (B, max_len)
-
-    Raises
-    ------
-    TypeError
-        If ``lengths`` is not a list, tuple or tensor of whole numbers, or
-        ``max_len`` is not an int.
-    ValueError
-        If ``lengths`` is empty or not 1-D, a length is negative or larger than
-        ``max_len``, or the padded length would be 0.
 
     Examples
     --------
     >>> padding_mask([3, 1])
     tensor([[ True,  True,  True],
             [ True, False, False]])
-    >>> padding_mask(torch.tensor([2]), max_len=4)
-    tensor([[ True,  True, False, False]])
     """
     if not isinstance(lengths, (list, tuple, torch.Tensor)):
         raise TypeError(
@@ -184,37 +124,14 @@ def padding_mask(lengths, max_len=None):
 
 
 def to_additive_mask(mask, dtype=torch.float32):
-    """Turn a bool mask into a float mask that is added to the scores.
-
-    ``True`` (= *may attend*, the convention of PyTorch's
-    ``scaled_dot_product_attention``; ``nn.MultiheadAttention`` uses the opposite)
-    becomes ``0``, which leaves a score unchanged; ``False`` becomes ``-inf``, which
-    gives the key a weight of 0 after the softmax. Both masks give the same attention.
+    """Turn a bool mask into a float mask that is added to the scores: ``True`` becomes
+    ``0``, ``False`` becomes ``-inf``, a weight of 0 after the softmax.
     Introduced in Chapter 3.
-
-    Parameters
-    ----------
-    mask : torch.Tensor
-        Bool mask of any shape, ``True`` = may attend.
-    dtype : torch.dtype, default torch.float32
-        Floating-point dtype of the result; use the dtype of your scores.
-
-    Returns
-    -------
-    torch.Tensor
-        Float mask, ``0.0`` where ``mask`` is ``True`` and ``-inf`` where it is
-        ``False``.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     mask : (...)
     output : (...)
-
-    Raises
-    ------
-    TypeError
-        If ``mask`` is not a bool tensor or ``dtype`` is not a floating-point dtype.
 
     Examples
     --------
@@ -238,41 +155,18 @@ def to_additive_mask(mask, dtype=torch.float32):
 def key_padding_to_attn_mask(mask):
     """Reshape a ``(B, T_k)`` padding mask so it broadcasts over attention scores.
 
-    Scores have shape ``(B, H, T_q, T_k)``; a ``(B, T_k)`` mask lines up with the
-    *last* two dimensions (``T_q, T_k``) instead, so it fails or, worse, silently
-    masks the wrong entries. Inserting two size-1 dimensions gives ``(B, 1, 1, T_k)``,
-    which applies each sequence's padding to every head and every query. The
-    convention is unchanged: ``True`` = *may attend* (as in PyTorch's
-    ``scaled_dot_product_attention``; ``nn.MultiheadAttention`` uses the opposite).
+    A ``(B, T_k)`` mask lines up with the *last* two dimensions of the scores
+    ``(B, H, T_q, T_k)``, so it fails or, worse, masks the wrong entries; the view
+    ``(B, 1, 1, T_k)`` applies each sequence's padding to every head and query.
     Introduced in Chapter 5.
-
-    Parameters
-    ----------
-    mask : torch.Tensor
-        Bool padding mask, ``True`` for real tokens, e.g. from :func:`padding_mask`.
-
-    Returns
-    -------
-    torch.Tensor
-        The same mask as a view of shape ``(B, 1, 1, T_k)``, which broadcasts
-        against scores of shape ``(B, H, T_q, T_k)``.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     mask : (B, T_k) -> (B, 1, 1, T_k)
-
-    Raises
-    ------
-    TypeError
-        If ``mask`` is not a bool tensor.
-    ValueError
-        If ``mask`` is not 2-D.
 
     Examples
     --------
-    >>> mask = padding_mask([3, 1])  # (B=2, T_k=3)
-    >>> key_padding_to_attn_mask(mask).shape
+    >>> key_padding_to_attn_mask(padding_mask([3, 1])).shape
     torch.Size([2, 1, 1, 3])
     """
     require_padding_mask(mask, "mask")
@@ -280,13 +174,9 @@ def key_padding_to_attn_mask(mask):
 
 
 def require_padding_mask(mask, name, *, shape=None, letters="(B, T_k)"):
-    """Return ``mask`` if it is a bool, 2-D padding mask (of ``shape`` if given).
-
-    The one check of a padding mask, for :func:`key_padding_to_attn_mask` and for
-    the ``key_padding_mask`` argument of the modules, so that the same mistake reads
-    the same wherever it is made: ``TypeError`` for a mask that is not a bool
-    tensor, ``ValueError`` for a wrong shape. ``letters`` names the expected shape
-    in the message, e.g. ``"(B, T)"`` for self-attention.
+    """Return ``mask`` if it is a bool, 2-D padding mask (of ``shape`` if given); the
+    one check of a padding mask, so the same mistake reads the same everywhere.
+    ``letters`` names the expected shape in the message.
 
     >>> require_padding_mask(padding_mask([2]), "mask", shape=(1, 3))
     Traceback (most recent call last):

@@ -1,30 +1,21 @@
 """Attention modules, in the order the course builds them.
 
-Each class adds one idea to the one before it:
-
-- :class:`SelfAttentionV1` (Chapter 2): trainable query, key and value matrices.
-- :class:`SelfAttentionV2` (Chapter 2): the same map, with ``nn.Linear`` layers.
-- :class:`CausalAttention` (Chapter 3): query ``i`` sees only keys ``0..i``; dropout
-  on the weights (Chapter 4).
-- :class:`MultiHeadAttentionWrapper` (Chapter 5): several causal heads side by side.
-- :class:`MultiHeadAttention` (Chapter 5): all heads at once, by splitting one wide
-  projection; :class:`ShapeTracer` records the shape of every reshape step.
+- :class:`SelfAttentionV1`, :class:`SelfAttentionV2` (Chapter 2): trainable query,
+  key and value matrices, then ``nn.Linear`` layers.
+- :class:`CausalAttention` (Chapter 3): query ``i`` sees only keys ``0..i``;
+  dropout on the weights (Chapter 4).
+- :class:`MultiHeadAttentionWrapper`, :class:`MultiHeadAttention` (Chapter 5):
+  heads side by side, then all heads from one wide projection; :class:`ShapeTracer`
+  records the shape of every step.
 - :class:`CrossAttention` (Chapter 6): queries from one sequence, keys and values
-  from another, the *memory*.
-- :class:`GroupedQueryAttention` (Chapter 9): fewer key-value heads than query
-  heads, each shared by a group of query heads; :class:`MultiHeadAttention` also
-  takes a :class:`attn_course.LayerCache` of the keys and values already computed.
+  from the *memory*.
+- :class:`GroupedQueryAttention` (Chapter 9): query heads share fewer key-value
+  heads; :class:`MultiHeadAttention` also takes a :class:`attn_course.LayerCache`.
 
-Constructor arguments, parameter names and the order in which parameters are created
-follow the classes of the LLMs-from-scratch book (chapter 3), so the same
-``torch.manual_seed`` gives the same weights and the same outputs. Every forward pass
-runs the six steps of :func:`attn_course.scaled_dot_product_attention`, the one copy
-of the attention maths in this package (the multi-head classes skip its input checks:
-their own projections made the inputs).
-
-Shape letters are those of :mod:`attn_course.shapes`. In the multi-head classes the
-comments and the :class:`ShapeTracer` notes write ``D`` for ``d_out``, the width that
-is split into ``H`` heads of width ``d``.
+Constructor arguments, parameter names and creation order follow LLMs-from-scratch
+(chapter 3), so the same ``torch.manual_seed`` gives the same weights. Every forward
+pass runs :func:`attn_course.functional.six_steps`. In the multi-head classes ``D``
+stands for ``d_out``, split into ``H`` heads of width ``d``.
 """
 
 import inspect
@@ -44,8 +35,8 @@ from ._validate import (
 )
 from .functional import (
     _repeat_key_value_heads,
-    _six_steps,
     scaled_dot_product_attention,
+    six_steps,
 )
 from .kv_cache import LayerCache
 from .masks import causal_mask, key_padding_to_attn_mask, require_padding_mask
@@ -70,16 +61,11 @@ _SIZES = ("d_in", "d_out", "context_length", "num_heads", "d_memory")
 
 
 def _checked(module, *values, split_heads=False):
-    """The constructor arguments ``values`` of ``module``, checked, in their order.
+    """The constructor arguments ``values`` of ``module`` (in signature order), checked.
 
-    ``values`` are given in the order of the constructor's signature, which names
-    them.
-
-    Sizes (``d_in``, ``d_out``, ``context_length``, ``num_heads``, ``d_memory``) must
-    be ints of at least 1 and then ``dropout`` a number in ``[0, 1)``; with
-    ``split_heads``, ``d_out`` must also split evenly into ``num_heads``. Every
-    message shows the whole call, because these positional arguments are easy to
-    swap. Returns the values (sizes as int, dropout as float) in the order given.
+    Sizes must be ints >= 1, ``dropout`` in ``[0, 1)``; with ``split_heads``, ``d_out``
+    must split into ``num_heads``. Messages show the whole call, since positional
+    arguments are easy to swap.
     """
     names = list(inspect.signature(type(module).__init__).parameters)
     args = dict(zip(names[1:], values, strict=False))  # names[0] is self
@@ -98,8 +84,9 @@ def _checked(module, *values, split_heads=False):
 
 
 def _check_heads(d_out, num_heads, called_as):
-    """Raise a teaching error unless ``d_out`` splits evenly into ``num_heads``;
-    where there are more heads than features, say how the module was called."""
+    """Unless ``d_out`` splits into ``num_heads``, raise; say how the module was called
+    if the heads outnumber the features.
+    """
     swapped = (
         f"num_heads={num_heads} is larger than d_out={d_out}; the module was called "
         f"as {called_as}: are two arguments swapped?"
@@ -108,7 +95,6 @@ def _check_heads(d_out, num_heads, called_as):
 
 
 def _check_kv_heads(num_kv_heads, num_heads):
-    """Raise a teaching error unless ``num_kv_heads`` divides ``num_heads``."""
     num_kv_heads = require_int(
         num_kv_heads,
         "num_kv_heads",
@@ -127,8 +113,9 @@ def _check_kv_heads(num_kv_heads, num_heads):
 
 
 def _check_tokens(x, name, width_name, width, *, allow_unbatched):
-    """Raise a teaching error unless x is a float ``(B, T, width)`` tensor (or
-    ``(T, width)`` with ``allow_unbatched``); return T."""
+    """Check that x is a float ``(B, T, width)`` (or, with ``allow_unbatched``,
+    ``(T, width)``) tensor; return T.
+    """
     require_floating(require_tensor(x, name), name)
     ranks = (2, 3) if allow_unbatched else (3,)
     if x.dim() not in ranks:
@@ -158,7 +145,6 @@ def _check_tokens(x, name, width_name, width, *, allow_unbatched):
 
 
 def _check_length(T, context_length):
-    """Raise a teaching error if the input is longer than context_length."""
     if T > context_length:
         raise ValueError(
             f"input has T={T} tokens but context_length={context_length}; build the "
@@ -174,43 +160,21 @@ def _check_length(T, context_length):
 
 class SelfAttentionV1(nn.Module):
     """Self-attention with trainable query, key and value matrices.
+    Introduced in Chapter 2.
 
-    Each token is projected to a query, a key and a value by a matrix product; the
-    scores between queries and keys are scaled by ``1 / sqrt(d_out)``, turned into
-    weights by a softmax, and the weights mix the values. No mask: every token sees
-    every token. Introduced in Chapter 2.
-
-    Parameters
-    ----------
-    d_in : int
-        Width of the input token vectors.
-    d_out : int
-        Width of the queries, keys, values and of the output.
-
-    Attributes
-    ----------
-    W_query, W_key, W_value : nn.Parameter
-        Matrices of shape ``(d_in, d_out)``, filled with ``torch.rand`` and created in
-        this order (as in the book, so the same seed gives the same numbers).
+    Project each token to a query, key and value, scale the scores by
+    ``1 / sqrt(d_out)``, softmax, mix the values. No mask. ``W_query``, ``W_key``,
+    ``W_value`` are ``(d_in, d_out)`` parameters filled with ``torch.rand`` in this
+    order, as in the book.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     x : (B, T, d_in) or (T, d_in)
     output : (B, T, d_out) or (T, d_out)
     weights : (B, T, T) or (T, T)
 
-    Raises
-    ------
-    TypeError
-        If a size is not an int, or (when called) ``x`` is not a float tensor.
-    ValueError
-        If a size is smaller than 1, or (when called) ``x`` has the wrong rank or
-        width.
-
     Examples
     --------
-    >>> import torch
     >>> from attn_course import your_journey
     >>> x = your_journey().embeddings  # (T=6, d_in=3)
     >>> sa = SelfAttentionV1(d_in=3, d_out=2)
@@ -230,21 +194,7 @@ class SelfAttentionV1(nn.Module):
         self.W_value = nn.Parameter(torch.rand(d_in, d_out))
 
     def forward(self, x, *, return_weights=False):
-        """Attend from every token to every token.
-
-        Parameters
-        ----------
-        x : torch.Tensor
-            Token vectors, ``(B, T, d_in)`` or ``(T, d_in)``.
-        return_weights : bool, default False
-            Also return the attention weights.
-
-        Returns
-        -------
-        torch.Tensor or (torch.Tensor, torch.Tensor)
-            The context vectors ``(..., T, d_out)``, and the weights ``(..., T, T)``
-            if ``return_weights=True``.
-        """
+        """Attend from every token to every token; also return the weights if asked."""
         _check_tokens(x, "x", "d_in", self.d_in, allow_unbatched=True)
         queries = x @ self.W_query  # (..., T, d_in) @ (d_in, d_out) -> (..., T, d_out)
         keys = x @ self.W_key  # (..., T, d_in) -> (..., T, d_out)
@@ -259,45 +209,19 @@ class SelfAttentionV1(nn.Module):
 
 
 class SelfAttentionV2(nn.Module):
-    """Self-attention with ``nn.Linear`` projections.
+    """Self-attention with ``nn.Linear`` projections. Introduced in Chapter 2.
 
-    The same map as :class:`SelfAttentionV1`: ``nn.Linear`` computes ``x @ W.T``, so
-    V1 holding ``W_query.weight.T`` (and likewise for keys and values) gives the same
-    outputs. ``nn.Linear`` also initialises the weights better and can add a bias.
-    Introduced in Chapter 2.
-
-    Parameters
-    ----------
-    d_in : int
-        Width of the input token vectors.
-    d_out : int
-        Width of the queries, keys, values and of the output.
-    qkv_bias : bool, default False
-        Give the three projections a bias.
-
-    Attributes
-    ----------
-    W_query, W_key, W_value : nn.Linear
-        ``d_in -> d_out`` projections, created in this order.
+    The same map as :class:`SelfAttentionV1` (``nn.Linear`` computes ``x @ W.T``),
+    with a better initialisation and an optional bias, ``qkv_bias``.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     x : (B, T, d_in) or (T, d_in)
     output : (B, T, d_out) or (T, d_out)
     weights : (B, T, T) or (T, T)
 
-    Raises
-    ------
-    TypeError
-        If a size is not an int, or (when called) ``x`` is not a float tensor.
-    ValueError
-        If a size is smaller than 1, or (when called) ``x`` has the wrong rank or
-        width.
-
     Examples
     --------
-    >>> import torch
     >>> from attn_course import your_journey
     >>> x = your_journey().embeddings  # (T=6, d_in=3)
     >>> sa = SelfAttentionV2(d_in=3, d_out=2)
@@ -316,21 +240,6 @@ class SelfAttentionV2(nn.Module):
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
 
     def forward(self, x, *, return_weights=False):
-        """Attend from every token to every token.
-
-        Parameters
-        ----------
-        x : torch.Tensor
-            Token vectors, ``(B, T, d_in)`` or ``(T, d_in)``.
-        return_weights : bool, default False
-            Also return the attention weights.
-
-        Returns
-        -------
-        torch.Tensor or (torch.Tensor, torch.Tensor)
-            The context vectors ``(..., T, d_out)``, and the weights ``(..., T, T)``
-            if ``return_weights=True``.
-        """
         _check_tokens(x, "x", "d_in", self.d_in, allow_unbatched=True)
         queries = self.W_query(x)  # (..., T, d_in) -> (..., T, d_out)
         keys = self.W_key(x)  # (..., T, d_in) -> (..., T, d_out)
@@ -344,57 +253,20 @@ class SelfAttentionV2(nn.Module):
 
 
 class CausalAttention(nn.Module):
-    """Causal self-attention: each token sees only itself and the tokens before it.
+    """Causal self-attention: each token sees itself and the tokens before it.
 
-    :class:`SelfAttentionV2` plus two ideas: a causal mask (query ``i`` attends only
-    to keys ``0..i``) and dropout on the attention weights (after the softmax) while
-    training. The mask is built for each call from the input length, so there is no
-    stored mask buffer to outgrow; ``context_length`` is the longest input accepted.
-    A 2-D ``(T, d_in)`` input is treated as one sequence and gives 2-D results; the
-    weights are zero above the diagonal. Introduced in Chapter 3; Chapter 4 explains
-    its dropout.
-
-    Parameters
-    ----------
-    d_in : int
-        Width of the input token vectors.
-    d_out : int
-        Width of the queries, keys, values and of the output.
-    context_length : int
-        The longest sequence the module accepts; longer inputs raise ``ValueError``.
-    dropout : float
-        Probability of dropping each attention weight in training mode, in
-        ``[0, 1)``. ``module.eval()`` turns dropout off.
-    qkv_bias : bool, default False
-        Give the three projections a bias.
-
-    Attributes
-    ----------
-    W_query, W_key, W_value : nn.Linear
-        ``d_in -> d_out`` projections, created in this order.
-    dropout : nn.Dropout
-        Holds the dropout probability ``dropout.p``.
+    :class:`SelfAttentionV2` plus a causal mask, built for each call from the input
+    length (``context_length`` is the longest input accepted), and dropout on the
+    weights while training. Introduced in Chapter 3; Chapter 4 explains its dropout.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     x : (B, T, d_in) or (T, d_in)
     output : (B, T, d_out) or (T, d_out)
     weights : (B, T, T) or (T, T)
 
-    Raises
-    ------
-    TypeError
-        If a size is not an int, ``dropout`` is not a number, or (when called)
-        ``x`` is not a float tensor.
-    ValueError
-        If a size is smaller than 1, ``dropout`` is outside ``[0, 1)``, or (when
-        called) ``x`` has the wrong rank or width or is longer than
-        ``context_length``.
-
     Examples
     --------
-    >>> import torch
     >>> from attn_course import your_journey
     >>> x = your_journey().embeddings
     >>> batch = torch.stack([x, x])  # (B=2, T=6, d_in=3)
@@ -420,21 +292,6 @@ class CausalAttention(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x, *, return_weights=False):
-        """Attend from each token to itself and the tokens before it.
-
-        Parameters
-        ----------
-        x : torch.Tensor
-            Token vectors, ``(B, T, d_in)`` or ``(T, d_in)``.
-        return_weights : bool, default False
-            Also return the attention weights (after dropout).
-
-        Returns
-        -------
-        torch.Tensor or (torch.Tensor, torch.Tensor)
-            The context vectors ``(B, T, d_out)``, and the weights ``(B, T, T)`` if
-            ``return_weights=True``.
-        """
         T = _check_tokens(x, "x", "d_in", self.d_in, allow_unbatched=True)
         _check_length(T, self.context_length)
         queries = self.W_query(x)  # (B, T, d_in) -> (B, T, d_out)
@@ -461,46 +318,18 @@ class CausalAttention(nn.Module):
 class MultiHeadAttentionWrapper(nn.Module):
     """Several :class:`CausalAttention` heads side by side, outputs concatenated.
 
-    **Here d_out is the width of EACH head**: the output has
-    ``num_heads * d_out`` features. (In :class:`MultiHeadAttention`, ``d_out`` is the
-    total width instead, split into ``num_heads`` heads.) Introduced in Chapter 5.
-
-    Parameters
-    ----------
-    d_in : int
-        Width of the input token vectors.
-    d_out : int
-        Width of each head's output (**per head**, not the total).
-    context_length : int
-        The longest sequence the module accepts.
-    dropout : float
-        Probability of dropping each attention weight in training mode, in ``[0, 1)``.
-    num_heads : int
-        Number of heads ``H``.
-    qkv_bias : bool, default False
-        Give the projections a bias.
-
-    Attributes
-    ----------
-    heads : nn.ModuleList
-        ``num_heads`` independent :class:`CausalAttention` modules, created in order.
+    **Here d_out is the width of EACH head**: the output has ``num_heads * d_out``
+    features (in :class:`MultiHeadAttention`, ``d_out`` is the total width).
+    Introduced in Chapter 5.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     x : (B, T, d_in) or (T, d_in)
     output : (B, T, num_heads * d_out)
     weights : (B, H, T, T)
 
-    Raises
-    ------
-    TypeError, ValueError
-        For the same arguments and inputs as :class:`CausalAttention`, since every
-        head is one.
-
     Examples
     --------
-    >>> import torch
     >>> from attn_course import your_journey
     >>> x = your_journey().embeddings
     >>> batch = torch.stack([x, x])  # (B=2, T=6, d_in=3)
@@ -523,21 +352,6 @@ class MultiHeadAttentionWrapper(nn.Module):
         )
 
     def forward(self, x, *, return_weights=False):
-        """Run every head on x and concatenate their outputs.
-
-        Parameters
-        ----------
-        x : torch.Tensor
-            Token vectors, ``(B, T, d_in)`` or ``(T, d_in)``.
-        return_weights : bool, default False
-            Also return every head's attention weights.
-
-        Returns
-        -------
-        torch.Tensor or (torch.Tensor, torch.Tensor)
-            The context vectors ``(B, T, num_heads * d_out)``, and the weights
-            ``(B, H, T, T)`` if ``return_weights=True``.
-        """
         results = [head(x, return_weights=True) for head in self.heads]
         # H tensors (B, T, d_out) -> (B, T, H * d_out)
         context = torch.cat([out for out, _ in results], dim=-1)
@@ -558,29 +372,14 @@ class MultiHeadAttentionWrapper(nn.Module):
 
 class ShapeTracer:
     """Record the name and shape of every step of a forward pass.
+    Introduced in Chapter 5.
 
-    Pass an instance as ``trace=`` to :class:`MultiHeadAttention` or
-    :class:`CrossAttention`; the module calls it at every projection and reshape.
-    ``print(tracer)`` shows an aligned table of the steps with the shape letters.
-    Any callable ``trace(name, tensor)`` works as ``trace=``; a ``ShapeTracer`` also
-    receives a note with the letters of each shape. Only the shape of each tensor
-    is kept. Introduced in Chapter 5.
-
-    Attributes
-    ----------
-    steps : list of (str, tuple of int)
-        ``(name, shape)`` of each step, in order.
-    notes : list of str
-        The shape in letters for each step, e.g. ``"(B, T, H, d)"``.
-
-    Shapes
-    ------
-    Letters: see attn_course.shapes.
-    tensor : (...)
+    Pass one as ``trace=`` to :class:`MultiHeadAttention` or :class:`CrossAttention`
+    (any callable ``trace(name, tensor)`` works; a ``ShapeTracer`` also gets a note
+    with the letters of each shape). ``print(tracer)`` shows the steps as a table.
 
     Examples
     --------
-    >>> import torch
     >>> tracer = ShapeTracer()
     >>> tracer("queries", torch.zeros(2, 6, 2), "(B, T, D)")
     >>> tracer("queries.view", torch.zeros(2, 6, 2, 1), "(B, T, H, d)")
@@ -597,7 +396,6 @@ class ShapeTracer:
         self.notes = []
 
     def __call__(self, name, tensor, note=""):
-        """Record one step: its name, the tensor's shape and an optional note."""
         self.steps.append((str(name), tuple(tensor.shape)))
         self.notes.append(str(note))
 
@@ -627,8 +425,7 @@ class ShapeTracer:
 
 
 def _emit(trace, name, tensor, note):
-    """Report one step to ``trace``: any callable gets (name, tensor); a
-    ShapeTracer also gets the note with the shape letters."""
+    """Report one step to ``trace``; a ShapeTracer also gets the note."""
     if trace is None:
         return
     if isinstance(trace, ShapeTracer):
@@ -643,8 +440,7 @@ def _emit(trace, name, tensor, note):
 
 
 class _MultiHeadBase(nn.Module):
-    """Projections, head split, attention, head merge and output projection shared
-    by :class:`MultiHeadAttention` and :class:`CrossAttention`."""
+    """What :class:`MultiHeadAttention` and :class:`CrossAttention` share."""
 
     def __init__(self, d_in, d_kv, d_out, num_heads, dropout, qkv_bias, num_kv_heads):
         super().__init__()
@@ -660,8 +456,7 @@ class _MultiHeadBase(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def _split_heads(self, t, name, T, trace, heads="H"):
-        """Cut each token's vector into H heads: ``(B, T, D) -> (B, H, T, d)``
-        (into ``H_kv`` heads for grouped keys and values, ``heads="H_kv"``)."""
+        """``(B, T, D) -> (B, H, T, d)`` (``H_kv`` heads with ``heads="H_kv"``)."""
         B, n_tokens, _ = t.shape
         count = self.num_heads if heads == "H" else self.num_kv_heads
         t = t.view(B, n_tokens, count, self.head_dim)  # -> (B, T, H, d)
@@ -671,19 +466,14 @@ class _MultiHeadBase(nn.Module):
         return t
 
     def extra_repr(self):
-        """The sizes named in the subclass's ``_shown``, for ``print(module)``."""
         return ", ".join(f"{name}={getattr(self, name)}" for name in self._shown)
 
     def _attend(self, x, memory, key_padding_mask, return_weights, trace, cache=None):
         """Mask, project, split into heads, attend, merge the heads, project out.
 
-        ``memory`` is ``x`` itself for self-attention. The subclass says whether the
-        attention is causal (``self.causal``) and how the query and key lengths are
-        written in messages and trace notes (``self._letters``). With a ``cache``
-        (a :class:`attn_course.LayerCache`), the new keys and values are appended
-        to it and the queries attend to everything it holds. Returns the output
-        ``(B, T_q, D)`` and, with ``return_weights``, the weights
-        ``(B, H, T_q, T_k)``.
+        ``memory`` is ``x`` itself for self-attention; ``self.causal`` and
+        ``self._letters`` come from the subclass. With a ``cache``, the new keys and
+        values are appended to it and the queries attend to all it holds.
         """
         causal = self.causal
         Tq, Tk = self._letters
@@ -732,7 +522,7 @@ class _MultiHeadBase(nn.Module):
             keys, values = _repeat_key_value_heads(queries, keys, values)
         # Every head attends on its own: the six steps of
         # scaled_dot_product_attention, without its checks of the inputs.
-        context, weights = _six_steps(
+        context, weights = six_steps(
             queries,
             keys,
             values,
@@ -760,82 +550,29 @@ class _MultiHeadBase(nn.Module):
 
 
 class MultiHeadAttention(_MultiHeadBase):
-    """Multi-head self-attention, all heads computed at once.
+    """Multi-head self-attention, all heads computed at once. Introduced in Chapter 5.
 
-    One ``d_in -> d_out`` projection each for queries, keys and values; the ``d_out``
-    features of each token are then cut into ``num_heads`` pieces of
-    ``head_dim = d_out // num_heads``, each head attends on its own piece, the pieces
-    are glued back together and ``out_proj`` mixes them. **Here d_out is the total
-    width** (in :class:`MultiHeadAttentionWrapper` it is the width of each head).
-    The input may be shorter than ``context_length``. Introduced in Chapter 5
-    (Chapter 4 borrows it once, to show dropout in every head).
-
-    Parameters
-    ----------
-    d_in : int
-        Width of the input token vectors.
-    d_out : int
-        Total width of the output, divisible by ``num_heads``.
-    context_length : int
-        The longest sequence the module accepts; the causal mask is built for each
-        call, so any shorter input works.
-    dropout : float
-        Probability of dropping each attention weight in training mode, in ``[0, 1)``.
-    num_heads : int
-        Number of heads ``H``.
-    qkv_bias : bool, default False
-        Give the query, key and value projections a bias (``out_proj`` always has one).
-    causal : bool, default True
-        Keyword only. ``True``: query ``i`` sees keys ``0..i`` (decoder). ``False``:
-        every token sees every token (encoder).
-
-    Attributes
-    ----------
-    W_query, W_key, W_value : nn.Linear
-        ``d_in -> d_out`` projections, created in this order, then
-    out_proj : nn.Linear
-        ``d_out -> d_out``, with bias, then
-    dropout : nn.Dropout
-        Holds the dropout probability ``dropout.p``.
-    d_out, num_heads, head_dim, context_length, causal
-        The sizes and settings above; ``head_dim = d_out // num_heads``.
+    One ``d_in -> d_out`` projection each for queries, keys and values; each token's
+    ``d_out`` features are cut into ``num_heads`` heads of ``head_dim``, each head
+    attends on its own, and ``out_proj`` mixes the glued heads. **Here d_out is the
+    total width.** ``causal=False`` lets every token see every token (an encoder).
+    Chapter 4 borrows it once, to show dropout in every head.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     x : (B, T, d_in)
     key_padding_mask : (B, T)
     output : (B, T, d_out)
     weights : (B, H, T, T)
 
-    Raises
-    ------
-    TypeError
-        If a size is not an int, ``dropout`` is not a number, or (when called)
-        ``x`` is not a float tensor or ``key_padding_mask`` not a bool tensor.
-    ValueError
-        If ``d_out`` is not divisible by ``num_heads``, a size is smaller than 1,
-        ``dropout`` is outside ``[0, 1)``, or (when called) ``x`` has the wrong rank
-        or width, is longer than ``context_length``, or ``key_padding_mask`` has the
-        wrong shape.
-
     Examples
     --------
-    >>> import torch
     >>> from attn_course import your_journey
     >>> x = your_journey().embeddings
     >>> batch = torch.stack([x, x])  # (B=2, T=6, d_in=3)
     >>> mha = MultiHeadAttention(
     ...     d_in=3, d_out=2, context_length=6, dropout=0.0, num_heads=2
     ... )
-    >>> mha.head_dim
-    1
-    >>> context, weights = mha(batch, return_weights=True)
-    >>> context.shape, weights.shape
-    (torch.Size([2, 6, 2]), torch.Size([2, 2, 6, 6]))
-
-    Print the shape of every step with a :class:`ShapeTracer`:
-
     >>> tracer = ShapeTracer()
     >>> _ = mha(batch, trace=tracer)
     >>> print(tracer)
@@ -875,8 +612,6 @@ class MultiHeadAttention(_MultiHeadBase):
         self._build(given, causal, num_kv_heads=None)
 
     def _build(self, given, causal, num_kv_heads):
-        """Check the arguments and create the layers; ``num_kv_heads=None`` gives
-        every query head its own keys and values."""
         d_in, d_out, context_length, dropout, num_heads, qkv_bias = _checked(
             self, *given, split_heads=True
         )
@@ -894,30 +629,10 @@ class MultiHeadAttention(_MultiHeadBase):
     ):
         """Attend from each token to the tokens it may see, in every head.
 
-        Parameters
-        ----------
-        x : torch.Tensor
-            Token vectors, ``(B, T, d_in)``.
-        key_padding_mask : torch.Tensor, optional
-            Bool ``(B, T)``, ``True`` = real token, ``False`` = padding that no query
-            may attend to (e.g. from :func:`attn_course.padding_mask`). Combined with
-            the causal mask when ``causal=True``.
-        return_weights : bool, default False
-            Also return the attention weights of every head (after dropout).
-        trace : callable, optional
-            Called as ``trace(name, tensor)`` at every step; see :class:`ShapeTracer`.
-        cache : attn_course.LayerCache, optional
-            The keys and values of the tokens before ``x`` (Chapter 9). The new
-            tokens' keys and values are appended to it, and each new token attends
-            to the cached tokens and to the new ones up to itself. Not combined
-            with ``key_padding_mask``.
-
-        Returns
-        -------
-        torch.Tensor or (torch.Tensor, torch.Tensor)
-            The output ``(B, T, d_out)``, and the weights ``(B, H, T, T)`` if
-            ``return_weights=True`` (``(B, H, T, past + T)`` with a cache that
-            held ``past`` tokens).
+        ``key_padding_mask`` (``True`` = real token) is combined with the causal mask.
+        ``cache``, a :class:`attn_course.LayerCache` of the tokens before ``x``
+        (Chapter 9), gets the new keys and values, and the weights become
+        ``(B, H, T, past + T)``.
         """
         T = _check_tokens(x, "x", "d_in", self.d_in, allow_unbatched=False)
         past = 0
@@ -942,46 +657,17 @@ class MultiHeadAttention(_MultiHeadBase):
 class GroupedQueryAttention(MultiHeadAttention):
     """Multi-head self-attention whose query heads share fewer key-value heads.
 
-    The ``num_heads`` query heads are split into ``num_kv_heads`` groups of
-    ``num_heads // num_kv_heads`` heads; every head of a group attends with the
-    same keys and values. ``num_kv_heads == num_heads`` is
-    :class:`MultiHeadAttention`; ``num_kv_heads == 1`` is *multi-query attention*
-    (one key and one value per token for all heads). The key and value
-    projections, and a KV cache, shrink by the factor ``num_heads //
-    num_kv_heads``. Introduced in Chapter 9.
-
-    Parameters
-    ----------
-    d_in, d_out, context_length, dropout, num_heads, qkv_bias
-        As in :class:`MultiHeadAttention`.
-    num_kv_heads : int
-        Keyword only. The number of key-value heads ``H_kv``, a divisor of
-        ``num_heads``.
-    causal : bool, default True
-        Keyword only.
-
-    Attributes
-    ----------
-    W_key, W_value : nn.Linear
-        ``d_in -> num_kv_heads * head_dim``.
-    num_kv_heads : int
+    Each group of ``num_heads // num_kv_heads`` query heads attends with the same keys
+    and values; ``num_kv_heads=1`` is multi-query attention. The key and value
+    projections, and a KV cache, shrink by that factor. Introduced in Chapter 9.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     x : (B, T, d_in)
     output : (B, T, d_out)
-    weights : (B, H, T, T)
-
-    Raises
-    ------
-    TypeError, ValueError
-        As :class:`MultiHeadAttention`, and if ``num_kv_heads`` is not an int that
-        divides ``num_heads``.
 
     Examples
     --------
-    >>> import torch
     >>> gqa = GroupedQueryAttention(8, 8, 6, 0.0, num_heads=4, num_kv_heads=2)
     >>> gqa.W_query.weight.shape, gqa.W_key.weight.shape  # keys: 2 heads of 2
     (torch.Size([8, 8]), torch.Size([4, 8]))
@@ -1010,59 +696,18 @@ class GroupedQueryAttention(MultiHeadAttention):
 class CrossAttention(_MultiHeadBase):
     """Multi-head cross-attention: queries from x, keys and values from memory.
 
-    The decoder of an encoder-decoder model uses it to look at the encoder's output,
-    the *memory*: each of the ``T_q`` tokens of ``x`` attends to all ``T_k`` tokens
-    of ``memory``. Never causal; the two sequences may differ in length and width.
-    Introduced in Chapter 6.
-
-    Parameters
-    ----------
-    d_in : int
-        Width of the tokens of ``x`` (the queries).
-    d_out : int
-        Total width of the output, divisible by ``num_heads``.
-    num_heads : int
-        Number of heads ``H``.
-    dropout : float, default 0.0
-        Probability of dropping each attention weight in training mode, in ``[0, 1)``.
-    qkv_bias : bool, default False
-        Give the query, key and value projections a bias (``out_proj`` always has one).
-    d_memory : int, optional
-        Keyword only. Width of the tokens of ``memory``; defaults to ``d_in``.
-
-    Attributes
-    ----------
-    W_query : nn.Linear
-        ``d_in -> d_out``, created first, then
-    W_key, W_value : nn.Linear
-        ``d_memory -> d_out``, then
-    out_proj : nn.Linear
-        ``d_out -> d_out``, with bias, then
-    dropout : nn.Dropout
-        Holds the dropout probability ``dropout.p``.
+    Each of the ``T_q`` tokens of ``x`` attends to all ``T_k`` tokens of ``memory``
+    (the encoder's output, in an encoder-decoder). Never causal. A query whose keys are
+    all padding gets zeros before ``out_proj``. Introduced in Chapter 6.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     x -> output : (B, T_q, d_in) -> (B, T_q, d_out)
     memory, key_padding_mask : (B, T_k, d_memory), (B, T_k)
     weights : (B, H, T_q, T_k)
 
-    Raises
-    ------
-    TypeError
-        For a size that is not an int or a ``dropout`` that is not a number; when
-        called, for an ``x`` or a ``memory`` that is not a float tensor, and a
-        ``key_padding_mask`` that is not a bool tensor.
-    ValueError
-        If ``d_out`` is not divisible by ``num_heads``, a size is smaller than 1,
-        ``dropout`` is outside ``[0, 1)``, or (when called) ``x`` or ``memory`` has
-        the wrong rank or width, they differ in batch size, or ``key_padding_mask``
-        has the wrong shape.
-
     Examples
     --------
-    >>> import torch
     >>> from attn_course import padding_mask
     >>> x = torch.randn(2, 3, 4)  # (B=2, T_q=3, d_in=4)
     >>> memory = torch.randn(2, 5, 6)  # (B=2, T_k=5, d_memory=6)
@@ -1095,28 +740,6 @@ class CrossAttention(_MultiHeadBase):
     def forward(
         self, x, memory, *, key_padding_mask=None, return_weights=False, trace=None
     ):
-        """Attend from every token of x to every (real) token of memory.
-
-        Parameters
-        ----------
-        x : torch.Tensor
-            Query tokens, ``(B, T_q, d_in)``.
-        memory : torch.Tensor
-            Key and value tokens, ``(B, T_k, d_memory)``: in an encoder-decoder, the
-            encoder's output.
-        key_padding_mask : torch.Tensor, optional
-            Bool ``(B, T_k)``, ``True`` = real token of ``memory``. A query whose
-            keys are all padding gets weights and output of zeros before
-            ``out_proj``.
-        return_weights, trace
-            As in :meth:`MultiHeadAttention.forward`.
-
-        Returns
-        -------
-        torch.Tensor or (torch.Tensor, torch.Tensor)
-            The output ``(B, T_q, d_out)``, and the weights ``(B, H, T_q, T_k)`` if
-            ``return_weights=True``.
-        """
         _check_tokens(x, "x", "d_in", self.d_in, allow_unbatched=False)
         _check_tokens(
             memory, "memory", "d_memory", self.d_memory, allow_unbatched=False

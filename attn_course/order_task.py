@@ -1,24 +1,15 @@
 """Two small tasks that need order: copy the previous token, or the first (Chapter 7).
 
-Every sequence is random tokens; the target at position ``t`` is the token at
-position ``t - 1``. A model whose attention sees no positions cannot tell which of
-the tokens before ``t`` came last, so it can only guess among them; a model with
-positions can attend to exactly one place, one step back.
-
-- :func:`previous_token_batch` draws a batch of sequences and their targets;
-- :func:`first_token_batch` draws sequences whose target is always the first
-  token: at position ``t`` that is ``t`` tokens back, so on sequences longer than
-  the training ones the model needs distances it never saw;
-- :func:`train` fits a model to fresh batches with Adam and returns the losses;
-- :func:`accuracy_by_position` measures, at every position, how often the model's
-  most likely token is the target.
-
-The model is any module that maps token ids ``(B, T)`` to logits
-``(B, T, vocab_size)``; Chapter 7 writes one with each way of giving positions.
+The target at position ``t`` is the token at ``t - 1``: without positions a model
+cannot tell which earlier token came last, so it can only guess among them.
+:func:`previous_token_batch` draws such a batch; :func:`first_token_batch` one whose
+target is always the first token, ``t`` steps back, so longer sequences need
+distances never trained on; :func:`train` fits a model with Adam;
+:func:`accuracy_by_position` measures it at every position. The model is any module
+mapping ids ``(B, T)`` to logits ``(B, T, vocab_size)``.
 
 Shapes
 ------
-Letters: see attn_course.shapes.
 ids : (B, T)
 targets : (B, T)
 logits : (B, T, vocab_size)
@@ -39,39 +30,14 @@ IGNORE = -100  # the target of position 0, which has no previous token
 def previous_token_batch(batch_size, length, vocab_size, *, generator):
     """Random sequences and their targets: the token one position back.
 
+    Tokens are uniform in ``0 .. vocab_size - 1``; ``targets[:, t] = ids[:, t - 1]`` and
+    :data:`IGNORE` (-100, which ``F.cross_entropy`` skips) at position 0.
     Introduced in Chapter 7.
-
-    Parameters
-    ----------
-    batch_size : int
-        Sequences ``B``.
-    length : int
-        Tokens per sequence ``T``, at least 2.
-    vocab_size : int
-        Token ids are drawn uniformly from ``0 .. vocab_size - 1``; at least 2.
-    generator : torch.Generator
-        The source of the random tokens, so that a batch can be drawn again.
-
-    Returns
-    -------
-    ids : torch.Tensor
-        Int64 token ids.
-    targets : torch.Tensor
-        Int64: ``targets[:, t] = ids[:, t - 1]``, and :data:`IGNORE` (-100, the
-        value ``F.cross_entropy`` skips) at position 0.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     ids : (B, T)
     targets : (B, T)
-
-    Raises
-    ------
-    TypeError
-        If a size is not an int or ``generator`` is not a ``torch.Generator``.
-    ValueError
-        If ``batch_size`` is below 1, or ``length`` or ``vocab_size`` below 2.
 
     Examples
     --------
@@ -98,18 +64,12 @@ def previous_token_batch(batch_size, length, vocab_size, *, generator):
 
 
 def first_token_batch(batch_size, length, vocab_size, *, generator):
-    """Random sequences whose target at every position ``t >= 1`` is the token at 0.
+    """Like :func:`previous_token_batch`, but the target at every ``t >= 1`` is token 0.
+    Introduced in Chapter 7.
 
-    Takes the arguments of :func:`previous_token_batch` and returns the same kind
-    of batch. Introduced in Chapter 7.
-
-    Examples
-    --------
     >>> ids, targets = first_token_batch(
     ...     1, 5, 10, generator=torch.Generator().manual_seed(0)
     ... )
-    >>> ids
-    tensor([[4, 9, 3, 0, 3]])
     >>> targets
     tensor([[-100,    4,    4,    4,    4]])
     """
@@ -136,49 +96,11 @@ def _logits(model, ids, vocab_size=None):
 
 
 def train(model, *, steps, batch_size, length, vocab_size, lr, seed, task=None):
-    """Fit ``model`` to fresh batches of a task with Adam (default: previous token).
+    """Fit ``model`` to fresh batches of ``task`` (default :func:`previous_token_batch`)
+    with Adam; return the loss of every step, in nats per token.
 
-    Each of the ``steps`` steps draws a new batch (from a generator seeded with
-    ``seed``), computes the cross-entropy of the logits against the targets
-    (position 0 skipped) and takes one Adam step with learning rate ``lr``. The
-    model is left in training mode, as it was given. Introduced in Chapter 7.
-
-    Parameters
-    ----------
-    model : torch.nn.Module
-        Maps ids ``(B, T)`` to logits ``(B, T, vocab_size)``.
-    steps, batch_size, length, vocab_size : int
-        Number of steps, and the size of each batch (see
-        :func:`previous_token_batch`).
-    lr : float
-        Learning rate, positive.
-    seed : int
-        Seed of the batches.
-    task : callable, optional
-        Draws a batch, like :func:`previous_token_batch` (the default) or
-        :func:`first_token_batch`.
-
-    Returns
-    -------
-    list of float
-        The loss of every step, in nats per token.
-
-    Raises
-    ------
-    TypeError
-        If ``model`` is not a module, or a size is not an int.
-    ValueError
-        If a size is out of range, ``lr`` is not positive, or the model's output
-        has the wrong shape.
-
-    Examples
-    --------
-    >>> _ = torch.manual_seed(0)
-    >>> model = torch.nn.Sequential(torch.nn.Embedding(4, 8), torch.nn.Linear(8, 4))
-    >>> losses = train(model, steps=3, batch_size=2, length=5, vocab_size=4,
-    ...                lr=0.01, seed=0)
-    >>> len(losses)
-    3
+    The batches come from a generator seeded with ``seed``; position 0 is skipped. The
+    model is left in training mode. Introduced in Chapter 7.
     """
     if not isinstance(model, torch.nn.Module):
         raise TypeError(
@@ -210,38 +132,15 @@ def train(model, *, steps, batch_size, length, vocab_size, lr, seed, task=None):
 
 
 def accuracy_by_position(model, ids, targets):
-    """How often the model's most likely token is the target, at each position.
-
-    Runs the model in evaluation mode without gradients (and puts back the mode it
-    was in). Introduced in Chapter 7.
-
-    Parameters
-    ----------
-    model : torch.nn.Module
-        Maps ids ``(B, T)`` to logits ``(B, T, vocab_size)``.
-    ids, targets : torch.Tensor
-        A batch from :func:`previous_token_batch` or :func:`first_token_batch`.
-
-    Returns
-    -------
-    torch.Tensor
-        Float32 fractions in ``[0, 1]``, one per position; NaN where every target
-        is :data:`IGNORE` (position 0).
+    """How often the model's most likely token is the target, at each position; NaN
+    where every target is :data:`IGNORE`. Runs in eval mode without gradients.
+    Introduced in Chapter 7.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     ids : (B, T)
     targets : (B, T)
     output : (T,)
-
-    Raises
-    ------
-    TypeError
-        If ``ids`` or ``targets`` is not a tensor.
-    ValueError
-        If they are not 2-D of the same shape, or the model's output has the wrong
-        shape.
 
     Examples
     --------

@@ -1,23 +1,9 @@
 """Pictures of attention: heatmaps of weight matrices and bar charts of one query.
 
-Every helper returns a :class:`matplotlib.figure.Figure` and leaves global state
-alone: nothing here imports ``matplotlib.pyplot`` or changes ``rcParams``. In a
-notebook, end a cell with the returned figure to show it, exactly once::
-
-    fig = attention_heatmap(weights, tokens)
-    fig
-
-The helpers accept torch tensors (also ones that require grad, or live on a GPU) and
-NumPy arrays. A weight matrix has one row per query and one column per key; a grid
-draws ``N`` of them side by side, e.g. one per head.
-
-Shapes
-------
-Letters: see attn_course.shapes.
-weights : (T_q, T_k)
-stack : (N, T_q, T_k)
-
-Introduced in Chapter 1.
+Every helper returns a :class:`matplotlib.figure.Figure` without touching pyplot
+or ``rcParams``; end a cell with the figure to show it once. Tensors (on any device,
+requiring grad or not) and NumPy arrays are accepted. A weight matrix has one row
+per query and one column per key. Introduced in Chapter 1.
 """
 
 from __future__ import annotations
@@ -60,12 +46,8 @@ MIN_TEXT_CONTRAST = 4.5
 
 
 class _NotebookFigure(Figure):
-    """A Figure that draws itself as a PNG in Jupyter, without pyplot.
-
-    A bare ``Figure`` shows up in a notebook only if ``matplotlib.pyplot`` (or the
-    ``%matplotlib inline`` magic) has registered a display hook. ``_repr_png_`` lets
-    the figure display itself either way; when the hook exists, IPython uses the hook
-    instead, so the figure still appears once.
+    """A Figure that shows itself as a PNG in Jupyter, without pyplot's display hook
+    (IPython prefers the hook where it exists, so the figure still appears once).
     """
 
     def _repr_png_(self):
@@ -93,11 +75,7 @@ def _png_width(png):
 
 
 def _new_figure(width, height):
-    """Return an empty figure with constrained layout, not registered with pyplot.
-
-    A figure wider than :data:`MAX_WIDTH_INCHES` is scaled down, keeping its
-    proportions, so that it fits the text column at its intended size.
-    """
+    """An empty constrained-layout figure, at most :data:`MAX_WIDTH_INCHES` wide."""
     scale = min(1.0, MAX_WIDTH_INCHES / width)
     fig = _NotebookFigure(figsize=(width * scale, height * scale), layout="constrained")
     fig.cell_text_scale = scale  # cells shrink with the figure: so do their numbers
@@ -138,11 +116,7 @@ def _as_array(values, name):
 
 
 def _labels(tokens, count, *, arg, axis, shape):
-    """Return ``count`` tick labels: the tokens, or 0, 1, ... when tokens is None.
-
-    The tokens are checked like everywhere in the package; a wrong count is told
-    with the shape of the weights, the axis and the argument (``arg``) it concerns.
-    """
+    """``count`` tick labels: the tokens, checked, or 0, 1, ... when tokens is None."""
     if tokens is None:
         return [str(i) for i in range(count)]
     if isinstance(tokens, Iterator):
@@ -177,9 +151,8 @@ _SMALLEST_LABEL = 6.0
 
 
 def _fitted_size(size, room, per_point, pad=0.0):
-    """The font size at which labels needing ``per_point`` points for every point
-    of font size, plus ``pad``, fit in ``room`` points: ``size`` where they fit
-    already, smaller where not, never below 6 points.
+    """The font size at which labels needing ``per_point`` points per point of font
+    size, plus ``pad``, fit in ``room`` points; ``size`` at most, 6 at least.
 
     >>> _fitted_size(10.0, room=20, per_point=1.1), _fitted_size(10.0, 8.8, 1.1)
     (10.0, 8.0)
@@ -235,10 +208,8 @@ def _set_ticks(ax, x_labels, y_labels, *, show_x=True, show_y=True):
 
 
 def _colour_range(matrices):
-    """Colour scale limits: 0..1 for weights, widened to fit any other values.
-
-    Signed values get limits symmetric about 0, so that a diverging colour map
-    (such as "RdBu_r") shows 0 in its middle colour.
+    """Colour scale limits: 0..1 for weights, widened to fit other values; symmetric
+    about 0 for signed values, so that a diverging map shows 0 in its middle colour.
     """
     finite = [m[np.isfinite(m)] for m in matrices]
     finite = np.concatenate([f.ravel() for f in finite]) if finite else np.array([])
@@ -252,11 +223,7 @@ def _colour_range(matrices):
 
 
 def relative_luminance(colour):
-    """WCAG 2's relative luminance of an sRGB colour (0 black .. 1 white).
-
-    ``colour`` is anything matplotlib reads as a colour: a name, "#rrggbb" or an
-    RGB(A) tuple of floats in [0, 1].
-    """
+    """WCAG 2's relative luminance of a matplotlib colour (0 black .. 1 white)."""
     channels = to_rgb(colour)
     linear = [
         c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels
@@ -341,61 +308,24 @@ def attention_heatmap(
 ):
     """Draw an attention matrix as a heatmap: one row per query, one column per key.
 
-    ``query_tokens`` label the rows, ``key_tokens`` the columns.
-    Introduced in Chapter 1.
-
-    Parameters
-    ----------
-    weights : torch.Tensor or numpy.ndarray
-        The matrix to draw, usually attention weights; scores work too.
-    query_tokens : sequence of str, optional
-        Labels of the rows. ``None`` numbers them 0, 1, ...
-    key_tokens : sequence of str, optional
-        Labels of the columns. ``None`` reuses ``query_tokens`` when the matrix is
-        square (self-attention), and numbers the columns otherwise.
-    title : str, optional
-        Title above the heatmap.
-    annotate : bool, default True
-        Write each value in its cell, in black or white, whichever reads better.
-    fmt : str, default "{:.2f}"
-        Format string for the written values.
-    ax : matplotlib.axes.Axes, optional
-        Draw into this axes instead of a new figure.
-    cmap : str or matplotlib.colors.Colormap, default "Blues"
-        Colour map. The scale runs from 0 to 1, widened if values lie outside.
-    xlabel, ylabel : str, default "key", "query"
-        Axis labels.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        A new figure, or ``ax.figure`` when ``ax`` is given.
+    ``key_tokens=None`` reuses ``query_tokens`` for a square matrix; labels left out
+    are numbers. ``annotate`` writes each value (``fmt``) in black or white, whichever
+    reads better. The colour scale runs from 0 to 1, widened if values lie outside.
+    Pass ``ax`` to draw into an existing axes. Introduced in Chapter 1.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     weights : (T_q, T_k)
     query_tokens, key_tokens : (T_q,), (T_k,)
 
-    Raises
-    ------
-    TypeError
-        If ``weights`` is not numeric, ``fmt`` is not a str, or tokens are given as
-        one string.
-    ValueError
-        If ``weights`` is not 2-D or the token counts do not match its shape.
-
     Examples
     --------
-    >>> import torch
     >>> tokens = ("Hello", "shiny", "sun!")
     >>> weights = torch.tensor([[0.5, 0.3, 0.2], [0.1, 0.8, 0.1], [0.2, 0.2, 0.6]])
     >>> fig = attention_heatmap(weights, tokens, title="toy weights")
     >>> heatmap, colorbar = fig.axes
     >>> [label.get_text() for label in heatmap.get_xticklabels()]
     ['Hello', 'shiny', 'sun!']
-    >>> heatmap.get_xlabel(), heatmap.get_ylabel()
-    ('key', 'query')
     >>> [text.get_text() for text in heatmap.texts][:3]
     ['0.50', '0.30', '0.20']
     """
@@ -453,10 +383,8 @@ def _grid_shape(count, ncols, *, default):
 
 
 def _panel_axes(fig, count, nrows, ncols, *, suptitle=None, **grid):
-    """The first ``count`` axes of an ``nrows`` x ``ncols`` grid, row by row.
-
-    The empty slots of the last row are removed; ``grid`` goes to
-    ``Figure.subplots`` (e.g. ``width_ratios``).
+    """The first ``count`` axes of an ``nrows`` x ``ncols`` grid, row by row; the rest
+    removed.
     """
     axes = fig.subplots(nrows, ncols, squeeze=False, **grid).ravel()
     for ax in axes[count:]:
@@ -469,12 +397,9 @@ def _panel_axes(fig, count, nrows, ncols, *, suptitle=None, **grid):
 def _per_panel(
     value, count, name, *, shared=(), label=None, panels="panels", example=""
 ):
-    """One value per panel.
-
-    ``None`` or a value of a ``shared`` type serves every panel; otherwise ``value``
-    must be a sequence with exactly one entry per panel. ``label`` names the entries
-    in the message (default ``name``), ``panels`` what they are counted against, and
-    ``example`` ends it.
+    """One value per panel: ``None`` or a value of a ``shared`` type serves every panel,
+    otherwise a sequence with one entry per panel (``label``, ``panels`` and
+    ``example`` word the error).
     """
     if value is None or isinstance(value, shared):
         return [value] * count
@@ -553,11 +478,7 @@ def _panel_labels(matrices, query_tokens, key_tokens, *, numbered=True):
 
 
 def _shared_labels(matrices, query_tokens, key_tokens, *, numbered=True):
-    """Tick labels of panels that share one set of tokens.
-
-    Without key tokens, square matrices (self-attention) reuse the query tokens on
-    both axes.
-    """
+    """Tick labels shared by all panels; square matrices reuse the query tokens."""
     if key_tokens is None and all(m.shape[0] == m.shape[1] for m in matrices):
         key_tokens = query_tokens  # self-attention: the same tokens on both axes
     count = len(matrices)
@@ -581,12 +502,8 @@ def _draw_panels(
 ):
     """Draw one heatmap per matrix on one shared colour scale, with one colorbar.
 
-    ``names`` holds the titles, x-axis labels and y-axis labels, one each per panel
-    (``None``: no axis label; a title of ``None`` becomes ``weights[i]``). With
-    ``outer_ticks``, the number of columns of a grid of matrices of equal shapes,
-    only the bottom panel of each column and the panels of the first column get
-    tick labels; otherwise every panel gets its own. ``colorbar=False`` leaves the
-    colorbar out (masks, where the colours mean yes and no).
+    ``names`` holds titles, x labels and y labels per panel. With ``outer_ticks`` (the
+    number of columns of a grid of equal shapes) only the outer panels get tick labels.
     """
     titles, xlabels, ylabels = names
     style = {
@@ -639,58 +556,20 @@ def heatmap_grid(
 ):
     """Draw several attention matrices side by side on one shared colour scale.
 
-    Useful to compare heads, layers or masks: the same colour means the same weight
-    in every panel, and one colorbar serves them all. Introduced in Chapter 1.
-
-    Parameters
-    ----------
-    weights : torch.Tensor, numpy.ndarray or sequence of them
-        A stack of ``N`` matrices, or a list of 2-D matrices.
-    titles : sequence of str, optional
-        One title per panel; ``None`` titles them ``weights[0]``, ``weights[1]``, ...
-    query_tokens, key_tokens : sequence of str, optional
-        Row and column labels shared by all panels, as in :func:`attention_heatmap`.
-    ncols : int, optional
-        Panels per row; ``None`` puts as many in a row as fit the text column
-        at a readable size, at most 3.
-    annotate : bool, default False
-        Write each value in its cell.
-    suptitle : str, optional
-        Title above the whole grid.
-    cmap : str or matplotlib.colors.Colormap, default "Blues"
-        Colour map; the shared scale runs from 0 to 1, widened if values lie outside.
-    colorbar : bool, default True
-        Draw the colorbar; ``False`` for masks, whose two colours mean "may
-        attend" and "may not".
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        N heatmap axes followed by one colorbar axes (none with ``colorbar=False``).
+    To compare heads, layers or masks: the same colour means the same weight in every
+    panel. ``ncols=None`` fits as many panels in a row as read well, at most 3;
+    ``colorbar=False`` suits masks. Introduced in Chapter 1.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     weights : (N, T_q, T_k)
-    weights[i] : (T_q, T_k)
-
-    Raises
-    ------
-    TypeError
-        If ``titles`` is not a sequence or ``ncols`` not an int.
-    ValueError
-        If a matrix is not 2-D, ``ncols`` is below 1, or the number of titles or
-        tokens does not match.
 
     Examples
     --------
-    >>> import torch
     >>> weights = torch.softmax(torch.arange(18.0).reshape(2, 3, 3) / 4, dim=-1)
     >>> fig = heatmap_grid(weights, titles=["head 0", "head 1"], suptitle="two heads")
     >>> len(fig.axes)  # two panels and one colorbar
     3
-    >>> [ax.get_title() for ax in fig.axes[:2]]
-    ['head 0', 'head 1']
     """
     matrices = _as_matrices(weights)
     count = len(matrices)
@@ -732,49 +611,19 @@ def heatmap_grid(
 
 def weight_bars(weights, tokens, *, ax=None, title=None):
     """Draw one query's attention weights as bars, one bar per key token.
-
     Introduced in Chapter 1.
-
-    Parameters
-    ----------
-    weights : torch.Tensor or numpy.ndarray
-        The weights of one query over the keys; a matrix of one row works too.
-    tokens : sequence of str
-        The key tokens, one per weight.
-    ax : matplotlib.axes.Axes, optional
-        Draw into this axes instead of a new figure.
-    title : str, optional
-        Title above the bars.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        A new figure with the bars, or ``ax.figure`` when drawn into ``ax``.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     weights : (T_k,)
     tokens : (T_k,)
 
-    Raises
-    ------
-    TypeError
-        If ``weights`` is not numeric, or the tokens are one string.
-    ValueError
-        If ``weights`` holds more than one query, or its length differs from the
-        number of tokens.
-
     Examples
     --------
-    >>> import torch
     >>> weights = torch.tensor([0.2, 0.5, 0.3])
     >>> fig = weight_bars(weights, ["Hello", "shiny", "sun!"], title='query "shiny"')
-    >>> ax = fig.axes[0]
-    >>> [text.get_text() for text in ax.texts]
+    >>> [text.get_text() for text in fig.axes[0].texts]
     ['0.20', '0.50', '0.30']
-    >>> float(ax.get_ylim()[0]), float(max(ax.get_yticks()))  # y axis from 0 to 1
-    (0.0, 1.0)
     """
     values = _as_array(weights, "weights")
     if values.ndim == 2 and values.shape[0] == 1:
@@ -819,44 +668,14 @@ def _draw_bars(ax, values, labels):
 def temperature_panel(tokens, embeddings, query_index, temperatures=(0.25, 1.0, 4.0)):
     """Show how temperature reshapes one query's weights, one panel per temperature.
 
-    The weights are ``softmax(scores / temperature)`` with plain dot-product scores,
-    as computed by :func:`attn_course.walkthrough.query_attention`. A low
-    temperature makes them nearly one-hot (the best-matching key takes all); a
-    high temperature makes them nearly uniform. This is the static version of
-    :func:`attn_course.explorer.attention_explorer` for the website.
-    Introduced in Chapter 1.
-
-    Parameters
-    ----------
-    tokens : sequence of str or None
-        The tokens of the sentence; ``None`` numbers them 0, 1, ...
-    embeddings : torch.Tensor or numpy.ndarray
-        One embedding row per token.
-    query_index : int
-        Position of the query token.
-    temperatures : sequence of float, default (0.25, 1.0, 4.0)
-        One panel per temperature, each positive.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        One bar-chart axes per temperature, titled e.g. ``"temperature 0.25"``.
+    The weights are those of :func:`attn_course.walkthrough.query_attention`: nearly
+    one-hot at a low temperature, nearly uniform at a high one. The static version of
+    :func:`attn_course.explorer.attention_explorer`. Introduced in Chapter 1.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     tokens : (T,)
     embeddings : (T, D)
-
-    Raises
-    ------
-    TypeError
-        If ``temperatures`` is not a sequence, or an argument is of the wrong kind
-        (see :func:`attn_course.walkthrough.query_attention`).
-    ValueError
-        If there are no temperatures, ``query_index`` is out of range, a
-        temperature is not positive, or the number of tokens differs from the
-        number of embedding rows.
 
     Examples
     --------
@@ -923,52 +742,14 @@ def line_panels(
 ):
     """Draw panels of curves that share one x axis, e.g. measurements over ``d_k``.
 
-    Each panel is a title and a mapping from curve labels to y values, one per x
-    value. A curve given as a single number is drawn as a grey horizontal line, for
-    a reference level such as a theoretical value; the reference lines of a panel
-    are dashed, dotted and dash-dotted in turn. Every panel gets a legend.
-    Introduced in Chapter 2.
-
-    Parameters
-    ----------
-    x : sequence of numbers, torch.Tensor or numpy.ndarray
-        The shared x values, shape ``(N,)``.
-    panels : mapping of str to mapping of str to values
-        ``{panel title: {curve label: y values}}``; each y holds one value per x
-        value, or is a single number.
-    xlabel : str, default "x"
-        Label of every x axis.
-    ylabels : str or sequence of str, optional
-        One y-axis label per panel, or one for all.
-    log_x : bool or int, default False
-        Logarithmic x axis: ``True`` for base 10, or the base, e.g. ``2`` for
-        x values 2, 4, 8, ...
-    log_y : bool or sequence of bool, default False
-        Logarithmic y axis for every panel, or one flag per panel.
-    ncols : int, optional
-        Panels per row; ``None`` puts up to 3 in a row.
-    suptitle : str, optional
-        Title above all panels.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        One axes per panel, in the order of ``panels``.
+    ``panels`` is ``{panel title: {curve label: y values}}``; a curve given as one
+    number is a grey reference line. ``log_x`` is ``True`` (base 10) or the base;
+    ``log_y`` and ``ylabels`` may be one per panel. Introduced in Chapter 2.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     x : (N,)
     y : (N,)
-
-    Raises
-    ------
-    TypeError
-        If ``panels`` or one of its values is not a mapping, ``ylabels`` or
-        ``log_y`` is neither one value nor a sequence, or ``ncols`` is not an int.
-    ValueError
-        If there are no panels, a panel has no curves, a curve's length differs
-        from ``x``, or the number of ``ylabels`` or ``log_y`` flags is wrong.
 
     Examples
     --------
@@ -982,8 +763,6 @@ def line_panels(
     >>> ax = fig.axes[0]
     >>> ax.get_title(), ax.get_xscale()
     ('variance of q . k', 'log')
-    >>> [line.get_label() for line in ax.get_lines()]
-    ['measured', 'd_k']
     """
     if not hasattr(panels, "items"):
         raise TypeError(
@@ -1054,54 +833,17 @@ def heatmap_panels(
 ):
     """Draw attention matrices of *different* shapes and tokens side by side.
 
-    :func:`heatmap_grid` shares one set of tokens between all panels; this helper
-    gives each panel its own, so that encoder self-attention (source x source),
-    decoder self-attention (target x target) and cross-attention (target x source)
-    can stand side by side. All panels share one colour scale and one colorbar, and
-    each panel is as wide as its number of keys. Panels too wide to stand side by
-    side in the text column stand one under another. Introduced in Chapter 5.
-
-    Parameters
-    ----------
-    weights : sequence of torch.Tensor or numpy.ndarray
-        One 2-D matrix per panel; shapes may differ from panel to panel.
-    query_tokens, key_tokens : sequence of (sequence of str or None), optional
-        Row and column labels, one sequence of tokens per panel (``None`` numbers
-        them).
-    titles : sequence of str, optional
-        One title per panel.
-    xlabels, ylabels : str or sequence of str, default "key", "query"
-        Axis labels, shared or one per panel.
-    annotate : bool, default False
-        Write each value in its cell.
-    fmt : str, default "{:.2f}"
-        Format of the written values.
-    suptitle : str, optional
-        Title above all panels.
-    cmap : str or matplotlib.colors.Colormap, default "Blues"
-        Colour map; the shared scale runs from 0 to 1, widened if values lie outside.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        One axes per panel, then one colorbar axes.
+    Unlike :func:`heatmap_grid`, each panel has its own tokens, so encoder
+    self-attention, decoder self-attention and cross-attention can stand side by side.
+    One shared colour scale; each panel as wide as its keys; panels too wide for one
+    row stand one under another. Introduced in Chapter 5.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     weights[i] : (T_q, T_k)
-
-    Raises
-    ------
-    TypeError
-        If ``weights`` or another per-panel argument is not a sequence.
-    ValueError
-        If there are no matrices, a matrix is not 2-D, or the number of titles,
-        labels or tokens does not match.
 
     Examples
     --------
-    >>> import torch
     >>> source, target = ["the", "dog", "sees"], ["der", "Hund"]
     >>> fig = heatmap_panels(
     ...     [torch.full((3, 3), 1 / 3), torch.full((2, 3), 1 / 3)],
@@ -1109,8 +851,6 @@ def heatmap_panels(
     ...     key_tokens=[source, source],
     ...     titles=["encoder", "cross"],
     ... )
-    >>> len(fig.axes)  # two panels and one colorbar
-    3
     >>> [label.get_text() for label in fig.axes[1].get_yticklabels()]
     ['der', 'Hund']
     """

@@ -1,32 +1,18 @@
 """Three ways to tell attention where each token sits (Chapters 6 and 7).
 
-Attention on its own does not see order: shuffle the keys and values together and
-every query gets the same output. A model learns about order only from something
-added to it:
-
-- :func:`sinusoidal_positions`: fixed sine and cosine vectors added to the token
-  embeddings before the first layer (the 2017 transformer, Chapter 6);
-- :func:`apply_rope`: rotary position embedding (RoPE), which rotates queries and
-  keys inside every attention layer by an angle proportional to their position, so
-  that a score depends on how far apart two tokens are and not on where they are;
-- :func:`alibi_slopes` and :func:`alibi_bias`: ALiBi, which adds nothing to the
-  vectors but subtracts from every score a penalty proportional to the distance
-  between query and key, with one slope per head.
-
-:func:`rope_frequencies` gives RoPE's angle per position for every pair, and
-stretches it for sequences longer than the training length (position
-interpolation, YaRN). :func:`rope_permutation` converts between the two layouts
-in which RoPE is written (pairs of neighbouring features, or pairs half a head
-apart).
+Attention alone does not see order: shuffle keys and values together and every
+query gets the same output. :func:`sinusoidal_positions` adds fixed vectors to the
+embeddings (Chapter 6); :func:`apply_rope` rotates queries and keys by their
+positions, so a score depends on the distance only; :func:`alibi_slopes` and
+:func:`alibi_bias` subtract a penalty proportional to the distance from every
+score. :func:`rope_frequencies` stretches RoPE for longer sequences (PI, YaRN) and
+:func:`rope_permutation` converts between RoPE's two layouts.
 
 Shapes
 ------
-Letters: see attn_course.shapes.
 x : (..., T, d)
 positions : (T,)
 alibi_bias : (H, T_q, T_k)
-
-Introduced in Chapter 7.
 """
 
 from __future__ import annotations
@@ -57,41 +43,17 @@ __all__ = [
 def sinusoidal_positions(context_length, d_model):
     """The fixed sine and cosine position vectors of the 2017 transformer.
 
-    Position ``t`` gets ``sin(t / 10000^(2i/D))`` in feature ``2i`` and
-    ``cos(t / 10000^(2i/D))`` in feature ``2i + 1``: fast waves in the first
-    features, slow ones in the last, so every position gets a different vector.
+    Position ``t`` gets ``sin(t / 10000^(2i/D))`` in feature ``2i`` and ``cos`` of the
+    same in feature ``2i + 1``: fast waves first, slow ones last.
     Introduced in Chapter 6.
-
-    Parameters
-    ----------
-    context_length : int
-        Number of positions ``T``.
-    d_model : int
-        Width ``D``, even.
-
-    Returns
-    -------
-    torch.Tensor
-        Float32, every entry in ``[-1, 1]``.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     output : (context_length, d_model)
-
-    Raises
-    ------
-    TypeError
-        If a size is not an int.
-    ValueError
-        If a size is below 1, or ``d_model`` is odd.
 
     Examples
     --------
-    >>> pe = sinusoidal_positions(4, 6)
-    >>> pe.shape
-    torch.Size([4, 6])
-    >>> pe[0]  # position 0: sin(0) = 0 and cos(0) = 1
+    >>> sinusoidal_positions(4, 6)[0]  # position 0: sin(0) = 0 and cos(0) = 1
     tensor([0., 1., 0., 1., 0., 1.])
     """
     context_length = require_int(context_length, "context_length")
@@ -117,42 +79,16 @@ ROPE_BASE_HINT = "use e.g. base=10000.0 (the RoPE paper) or base=500000.0"
 def rope_permutation(d):
     """The feature order that turns RoPE's interleaved layout into its half layout.
 
-    In the *interleaved* layout, pair ``i`` is features ``(2i, 2i + 1)``; in the
-    *half* layout it is features ``(i, i + d/2)``. ``perm = rope_permutation(d)``
-    lists the even features first and the odd ones after them, so ``x[..., perm]``
-    moves feature ``2i`` to place ``i`` and feature ``2i + 1`` to place
-    ``i + d/2``; then, for any ``x`` (see :func:`apply_rope`)::
-
-        apply_rope(x[..., perm]) == apply_rope(x, interleaved=True)[..., perm]
-
-    ``torch.argsort(perm)`` undoes it. To run weights trained in one layout with
-    code written for the other, permute the output features of the query and key
-    projections, head by head, with the same ``perm``: a score is a dot product,
-    and reordering the features of both ``q`` and ``k`` in the same way leaves it
-    unchanged. The value projection is not rotated and stays as it is.
+    Pair ``i`` is features ``(2i, 2i + 1)`` interleaved, ``(i, i + d/2)`` in halves;
+    with ``perm = rope_permutation(d)``,
+    ``apply_rope(x[..., perm]) == apply_rope(x, interleaved=True)[..., perm]``, and
+    ``torch.argsort(perm)`` undoes it. Permuting the output features of the query and
+    key projections, head by head, moves trained weights from one layout to the other.
     Introduced in Chapter 7.
-
-    Parameters
-    ----------
-    d : int
-        Width ``d`` of one head, even.
-
-    Returns
-    -------
-    torch.Tensor
-        Int64 indices, a permutation of ``0 .. d - 1``.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     output : (d,)
-
-    Raises
-    ------
-    TypeError
-        If ``d`` is not an int.
-    ValueError
-        If ``d`` is below 2 or odd.
 
     Examples
     --------
@@ -206,46 +142,18 @@ def _check_scaling(scaling):
 
 
 def rope_frequencies(d, base=10000.0, *, scaling=None):
-    """RoPE's angle per position ``theta_i`` for each of the ``d/2`` pairs of a head.
+    """RoPE's angle per position ``theta_i = base^(-2i/d)`` for each pair of a head.
 
-    Without scaling, ``theta_i = base^(-2i/d)``. Two ways stretch a model trained
-    on ``L`` tokens to ``s L`` tokens:
-
-    - ``{"type": "pi", "factor": s}``: position interpolation (Chen et al.
-      2023): every ``theta_i`` divided by ``s``, the same as positions scaled by
-      ``1/s``, so that ``s L`` positions turn no further than ``L`` did.
-    - ``{"type": "yarn", "factor": s, "original_length": L}`` (optional
-      ``"alpha"``, default 1, and ``"beta"``, default 32): YaRN's "NTK-by-parts"
-      (Peng et al. 2023). Pair ``i`` turns ``r_i = L theta_i / (2 pi)`` times
-      within ``L`` tokens; a ramp ``gamma = (r - alpha) / (beta - alpha)``,
-      clipped to ``[0, 1]``, mixes ``(1 - gamma) theta_i / s + gamma theta_i``:
-      slow pairs (fewer than ``alpha`` turns) are interpolated like PI, fast
-      ones (more than ``beta`` turns) are left alone. YaRN also scales the
-      scores, see :func:`apply_rope`.
-
-    Introduced in Chapter 7.
-
-    Parameters
-    ----------
-    d : int
-        Head width, even.
-    base : float, default 10000.0
-    scaling : dict, optional
-
-    Returns
-    -------
-    torch.Tensor
-        Float64 radians per position.
+    ``scaling`` stretches a model trained on ``L`` tokens to ``s L``:
+    ``{"type": "pi", "factor": s}`` divides every ``theta_i`` by ``s`` (position
+    interpolation); ``{"type": "yarn", "factor": s, "original_length": L}`` (and
+    optional ``"alpha"``=1, ``"beta"``=32) interpolates the slow pairs only, with a
+    ramp between ``alpha`` and ``beta`` turns within ``L`` tokens (YaRN's
+    "NTK-by-parts"). Float64 radians. Introduced in Chapter 7.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     output : (d/2,)
-
-    Raises
-    ------
-    TypeError, ValueError
-        If ``d``, ``base`` or ``scaling`` is not valid.
 
     Examples
     --------
@@ -271,11 +179,8 @@ def rope_frequencies(d, base=10000.0, *, scaling=None):
 
 
 def yarn_attention_factor(factor):
-    """YaRN's ``sqrt(1/t) = 0.1 ln(s) + 1`` (Peng et al. 2023), ``s = factor``.
-
-    Queries and keys are both multiplied by it, so the scores grow by its square
-    and softmax sharpens on long sequences, where weight spreads over more keys.
-    Introduced in Chapter 7.
+    """YaRN's ``sqrt(1/t) = 0.1 ln(s) + 1``, ``s = factor``: queries and keys are both
+    multiplied by it, so softmax sharpens on long sequences. Introduced in Chapter 7.
 
     >>> round(yarn_attention_factor(4.0), 4)
     1.1386
@@ -318,81 +223,21 @@ def _rope_positions(positions, length, device):
 def apply_rope(x, positions=None, *, base=10000.0, interleaved=False, scaling=None):
     """Rotate queries or keys by their positions: rotary position embedding (RoPE).
 
-    The ``d`` features of each token are split into ``d/2`` pairs, and pair ``i`` of
-    the token at position ``m`` is rotated by the angle ``m * base^(-2i/d)`` (in
-    radians): the first pairs turn fast, the last ones slowly. Apply it to the
-    queries and the keys of every head, after the projections and before the dot
-    product, and leave the values alone. A rotation by ``m`` then one by ``n``
-    meet in the dot product as a single rotation by ``n - m``: the score between a
-    query at ``m`` and a key at ``n`` depends on the distance ``n - m`` only, not
-    on where the pair sits in the sequence.
-
-    The frequencies come from the head width ``d`` (``x.shape[-1]``), not from the
-    model width ``D``: pass ``x`` split into heads. At position 0 the angle is 0
-    and RoPE leaves the vector unchanged.
-
-    Two layouts are in use, and they differ in which features form a pair:
-
-    - ``interleaved=True``: pair ``i`` is features ``(2i, 2i + 1)``, neighbours.
-      This is how the RoFormer paper writes it and how the original LLaMA code
-      computes it (as complex numbers).
-    - ``interleaved=False`` (the default): pair ``i`` is features ``(i, i + d/2)``,
-      the first half against the second half. This is the ``rotate_half`` of the
-      Hugging Face ``transformers`` models.
-
-    Both are the same operation on features in a different order:
-    ``apply_rope(x[..., perm]) == apply_rope(x, interleaved=True)[..., perm]`` with
-    ``perm = rope_permutation(d)``. Weights trained in one layout and run in the
-    other without that permutation go wrong in a way that is easy to miss. The
-    wrong layout is still a rotation by the distance, so a token's score with
-    itself (distance 0, no rotation) stays exactly right. Under a causal mask the
-    first token attends only to itself, so its output is exactly right; the
-    second has one right score out of two; every later token mixes more wrong
-    scores in, and the outputs drift further from what the weights were trained
-    for.
+    Pair ``i`` of the token at position ``m`` is rotated by ``m * base^(-2i/d)``
+    radians, so the score between positions ``m`` and ``n`` depends on ``n - m`` only.
+    Apply it to queries and keys split into heads (``d`` is the head width), not to
+    values. ``interleaved=True`` pairs neighbouring features (RoFormer, the original
+    LLaMA); the default pairs the two halves (Hugging Face's ``rotate_half``); see
+    :func:`rope_permutation`. ``positions`` defaults to ``torch.arange(T)``; pass
+    ``torch.arange(p, p + T)`` after ``p`` cached tokens. With a ``"yarn"``
+    ``scaling`` the output is also multiplied by :func:`yarn_attention_factor`. Angles
+    are computed in float64, the rotation in float32, then cast back.
     Introduced in Chapter 7.
-
-    Parameters
-    ----------
-    x : torch.Tensor
-        Floating point, ``(..., T, d)``: ``(T, d)``, ``(B, T, d)`` or
-        ``(B, H, T, d)``; ``d`` even.
-    positions : torch.Tensor, optional
-        Integer positions of the ``T`` tokens, shared by every leading index of
-        ``x``. Default ``torch.arange(T)``; pass e.g. ``torch.arange(p, p + T)``
-        for new tokens that follow ``p`` cached ones.
-    base : float, default 10000.0
-        Sets the slowest frequency: 10000 in the RoPE paper, 500000 in some later
-        models, whose slowest pairs then turn even more slowly.
-    interleaved : bool, default False
-        Which features form a pair (see above).
-    scaling : dict, optional
-        Stretch the angles for sequences longer than the training length, see
-        :func:`rope_frequencies`. With ``"yarn"`` the output is also multiplied by
-        :func:`yarn_attention_factor`, as YaRN does to queries and keys.
-
-    Returns
-    -------
-    torch.Tensor
-        A new tensor with the shape, dtype and device of ``x``. The angles and
-        their sines and cosines are computed in float64 and the rotation in
-        float32 (or float64 for float64 input), then cast back.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     x : (..., T, d) -> (..., T, d)
     positions : (T,)
-
-    Raises
-    ------
-    TypeError
-        If ``x`` or ``positions`` is not a tensor, ``x`` is not floating point,
-        ``positions`` does not hold integers, ``base`` is not a number or
-        ``interleaved`` is not a bool.
-    ValueError
-        If ``x`` has fewer than 2 dimensions, ``d`` is odd, ``positions`` is not
-        1-D or has not ``T`` entries, or ``base`` is not a positive finite number.
 
     Examples
     --------
@@ -465,40 +310,14 @@ def _power_of_two_slopes(n):
 def alibi_slopes(num_heads):
     """The per-head slopes of ALiBi (attention with linear biases).
 
-    Head ``h`` subtracts ``slope_h * distance`` from its scores (see
-    :func:`alibi_bias`). When ``num_heads`` is a power of two the slopes are the
-    geometric sequence that starts at ``2^(-8/H)`` with ratio ``2^(-8/H)``: for
-    ``H = 8`` that is 1/2, 1/4, ..., 1/256. Heads with a large slope look at
-    nearby tokens only; heads with a small one look far back.
-
-    Otherwise the ALiBi paper's code takes the slopes for ``n``, the largest power
-    of two below ``H``, and appends ``H - n`` slopes taken from the sequence for
-    ``2n``, every other one starting with its first (``slopes_2n[0::2]``). Those
-    fall between the first ones, so the sequence is then **not** monotonic: for
-    ``H = 6`` it is 1/4, 1/16, 1/64, 1/256, 1/2, 1/8.
+    For a power of two ``H`` the slopes are ``2^(-8/H)``, ``2^(-16/H)``, ...; otherwise,
+    as in the ALiBi paper's code, those of the largest power of two ``n`` below ``H``
+    followed by every other slope for ``2n``, so the sequence is not monotonic.
     Introduced in Chapter 7.
-
-    Parameters
-    ----------
-    num_heads : int
-        Number of heads ``H``.
-
-    Returns
-    -------
-    torch.Tensor
-        Float32, every slope in ``(0, 1)``.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     output : (H,)
-
-    Raises
-    ------
-    TypeError
-        If ``num_heads`` is not an int.
-    ValueError
-        If ``num_heads`` is below 1.
 
     Examples
     --------
@@ -517,60 +336,15 @@ def alibi_slopes(num_heads):
 def alibi_bias(num_heads, T_q, T_k=None, *, offset=0):
     """The ALiBi bias to add to attention scores, one ``(T_q, T_k)`` matrix per head.
 
-    Entry ``[h, i, j]`` is ``-slope_h * |p_i - j|``, where ``slope_h`` is
-    ``alibi_slopes(num_heads)[h]`` and ``p_i = offset + i`` is the position of
-    query ``i`` among the keys, as in :func:`attn_course.causal_mask`: the default
-    ``offset=0`` aligns the first query with the first key (the top-left corner
-    of PyTorch's ``is_causal=True``), and ``T_q`` new tokens decoded after
-    ``T_k - T_q`` cached ones (a KV cache) take ``offset=T_k - T_q``, which gives
-    the last ``T_q`` rows of ``alibi_bias(num_heads, T_k)``. Give the bias and
-    the mask the same ``offset``. For a key at or before its query (``j <= p_i``)
-    the entry is ALiBi's ``-slope_h * (p_i - j)``: 0 on the query's own position,
-    falling by ``slope_h`` per step back.
-
-    Future keys (``j > p_i``) get the same penalty for their distance,
-    ``-slope_h * (j - p_i)``: the matrix is symmetric about the aligned diagonal.
-    The paper defines ALiBi for causal models only, where these entries never
-    matter: a causal mask sets them to ``-inf`` (or drops them) whatever finite
-    value they held, and ``exp(-inf) = 0``. Penalising them, rather than
-    continuing the linear formula (which would make them positive, a reward for
-    looking ahead), keeps the matrix sensible on its own, as a distance penalty in
-    both directions for attention without a mask.
-
-    The paper's code adds ``slope_h * j`` instead, the same row for every query.
-    On keys at or before the query it differs from the bias here by
-    ``slope_h * p_i``, one constant per row, which softmax ignores: the attention
-    weights are the same.
-    Introduced in Chapter 7.
-
-    Parameters
-    ----------
-    num_heads : int
-        Number of heads ``H``.
-    T_q : int
-        Number of queries.
-    T_k : int, optional
-        Number of keys, at least ``offset + T_q``; default ``T_q``.
-    offset : int, default 0
-        Keyword only. The position of query 0 among the keys, at least 0.
-
-    Returns
-    -------
-    torch.Tensor
-        Float32, every entry at most 0.
+    Entry ``[h, i, j]`` is ``-slope_h * |offset + i - j|``; ``offset`` places the
+    queries among the keys as in :func:`attn_course.causal_mask` (``T_k - T_q`` after
+    cached tokens). Future keys get the same penalty for their distance, which a causal
+    mask makes irrelevant. The paper's code adds ``slope_h * j`` instead, which differs
+    by a constant per row, so softmax gives the same weights. Introduced in Chapter 7.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     output : (H, T_q, T_k)
-
-    Raises
-    ------
-    TypeError
-        If a size or ``offset`` is not an int.
-    ValueError
-        If a size is below 1, ``offset`` below 0, or a query would sit past the
-        last key (``offset + T_q > T_k``).
 
     Examples
     --------

@@ -1,36 +1,21 @@
 """Recurrent encoder-decoders, with and without additive attention (Chapter 10).
 
-Before the transformer, translation models were recurrent: an **encoder** GRU reads
-the source one word at a time and a **decoder** GRU writes the target one word at a
-time. This module holds the three decoders that Chapter 10 trains on Chapter 6's toy
-translation task:
-
-- :class:`GRUSeq2Seq` with ``attention=False``: the decoder starts from the
-  encoder's last hidden state and sees nothing else of the source, so the whole
-  sentence has to pass through one vector of ``d_model`` numbers;
-- :class:`GRUSeq2Seq` with ``summary_every_step=True``: that last state is the
-  summary ``c`` of the source, and the decoder reads it at every step and in its
-  output layer too, as in Cho et al. (2014);
-- :class:`GRUSeq2Seq` with ``attention=True``: before every step the decoder's
-  hidden state queries all of the encoder's states with :class:`AdditiveAttention`
-  (Bahdanau's scoring) and reads a weighted sum of them, a fresh context vector for
-  every target word.
-
-Both models have ``encode``, ``decode`` and ``forward`` with the signatures of
-:class:`attn_course.seq2seq.Seq2SeqTransformer` and a ``config`` with ``pad_id``
-and ``context_length``, so Chapter 6's ``train``, ``greedy_decode`` and
-``exact_match`` train and score them unchanged. :func:`exact_match_by_length` splits
-the exact-match accuracy by source length.
+An encoder GRU reads the source one word at a time, a decoder GRU writes the target.
+:class:`GRUSeq2Seq` is the decoder in three forms: from the encoder's last state
+alone (``attention=False``); reading that summary at every step too, as in Cho et
+al. 2014 (``summary_every_step=True``); or querying all encoder states with
+:class:`AdditiveAttention` before every word (``attention=True``). The models have
+the ``encode``, ``decode``, ``forward`` and ``config`` of
+:class:`attn_course.seq2seq.Seq2SeqTransformer`, so Chapter 6's training and
+scoring work unchanged. :func:`exact_match_by_length` splits the accuracy by
+source length.
 
 Shapes
 ------
-Letters: see attn_course.shapes.
 src : (B, T_s)
 tgt_in : (B, T_t)
 memory : (B, T_s, D)
 logits : (B, T_t, V)
-
-Introduced in Chapter 10.
 """
 
 from __future__ import annotations
@@ -62,60 +47,27 @@ __all__ = [
 class AdditiveAttention(nn.Module):
     """Additive (Bahdanau) attention of one query vector over a sequence of keys.
 
-    ``score_j = v . tanh(W_query q + W_key k_j)``: a small feed-forward network with
-    one hidden layer of ``hidden_dim`` units scores each key against the query. The
-    scores of padding keys become ``-inf``, a softmax turns the scores into weights,
-    and the context is the weighted sum of the keys (which serve as the values too).
-    A row whose keys are all padding gets zero weights and a zero context.
-    Introduced in Chapter 10.
-
-    Parameters
-    ----------
-    query_dim : int
-        Width of the query (the decoder's hidden state).
-    key_dim : int
-        Width of each key (the encoder's hidden states).
-    hidden_dim : int
-        Width of the scoring network's hidden layer. The module has
-        ``hidden_dim * (query_dim + key_dim + 1)`` parameters.
-
-    Attributes
-    ----------
-    W_query : nn.Linear
-        ``query_dim -> hidden_dim``, no bias.
-    W_key : nn.Linear
-        ``key_dim -> hidden_dim``, no bias.
-    v : nn.Linear
-        ``hidden_dim -> 1``, no bias: one score per key.
+    ``score_j = v . tanh(W_query q + W_key k_j)``, scored by a network of
+    ``hidden_dim`` units without biases; padding keys get ``-inf``, a softmax gives the
+    weights and the context is the weighted sum of the keys (which are the values too).
+    A row of padding only gets zero weights and context. Introduced in Chapter 10.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     query : (B, d_in)
     keys : (B, T_k, d_memory)
     key_padding_mask : (B, T_k)
     weights : (B, T_k)
     context : (B, d_memory)
 
-    Raises
-    ------
-    TypeError
-        If a size is not an int; when called, if an input is not a tensor or the
-        mask is not bool.
-    ValueError
-        If a size is below 1; when called, if the shapes do not fit together.
-
     Examples
     --------
     >>> attention = AdditiveAttention(query_dim=6, key_dim=4, hidden_dim=5)
     >>> sum(p.numel() for p in attention.parameters())  # 5 * (6 + 4 + 1)
     55
-    >>> query = torch.randn(2, 6)  # (B, d_in)
-    >>> keys = torch.randn(2, 3, 4)  # (B, T_k, d_memory)
+    >>> query, keys = torch.randn(2, 6), torch.randn(2, 3, 4)
     >>> mask = torch.tensor([[True, True, True], [True, False, False]])  # (B, T_k)
     >>> context, weights = attention(query, keys, mask, return_weights=True)
-    >>> context.shape, weights.shape
-    (torch.Size([2, 4]), torch.Size([2, 3]))
     >>> weights[1].tolist()  # the second sentence has one real key
     [1.0, 0.0, 0.0]
     """
@@ -182,23 +134,7 @@ class AdditiveAttention(nn.Module):
 
 @dataclass(frozen=True)
 class GRUSeq2SeqConfig:
-    """Sizes and settings of a :class:`GRUSeq2Seq`. Introduced in Chapter 10.
-
-    Parameters
-    ----------
-    src_vocab_size, tgt_vocab_size : int
-        Number of source and target tokens, special tokens included.
-    d_model : int, default 64
-        Width of the embeddings and of every hidden state.
-    attention : bool, default False
-        Whether the decoder attends to the encoder's states.
-    summary_every_step : bool, default False
-        Whether the decoder reads the encoder's last state at every step.
-    context_length : int, default 16
-        The longest source or target sequence the model accepts.
-    pad_id : int, default 0
-        Id of ``<pad>`` in both vocabularies.
-    """
+    """Sizes and settings of a :class:`GRUSeq2Seq`. Introduced in Chapter 10."""
 
     src_vocab_size: int
     tgt_vocab_size: int
@@ -212,66 +148,22 @@ class GRUSeq2SeqConfig:
 class GRUSeq2Seq(nn.Module):
     """A GRU encoder-decoder for translation, with or without additive attention.
 
-    The encoder GRU reads the embedded source; padding is skipped (the sequences
-    are packed), so a padded sentence gets the same states as the sentence alone,
-    and zeros at its padding. The decoder GRU starts from the encoder's last
-    hidden state (the state after the last real word). Without attention, that
-    vector is all the decoder ever sees of the source, and each logit comes from
-    the decoder's state. With ``summary_every_step``, that same vector ``c`` is
-    also the context of every step: the decoder GRU reads ``[embedding; c]`` and
-    the logits come from ``[state; c]``, the conditioning of Cho et al. (2014),
-    whose output layer also reads the previous word and whose ``c`` and first
-    state pass through a ``tanh`` layer each. With attention, each step first
-    computes a context vector with :class:`AdditiveAttention`, the previous
-    decoder state as the query and the encoder's states as keys, feeds
-    ``[embedding; context]`` to a GRU cell, and computes the logits from
-    ``[new state; context]``: the summary decoder with a new context at every
-    step, and ``D (2 D + 1)`` more parameters. Introduced in Chapter 10.
-
-    Parameters
-    ----------
-    src_vocab_size, tgt_vocab_size : int
-        Number of source and target tokens, special tokens included.
-    d_model : int, default 64
-        Width of the embeddings, of the hidden states and of the attention's
-        scoring network.
-    attention : bool, default False
-    context_length : int, default 16
-        Longest sequence accepted (``greedy_decode`` writes at most
-        ``context_length - 1`` words by default).
-    pad_id : int, default 0
-    summary_every_step : bool, default False
-        Feed the encoder's last state to every decoder step and to the output
-        layer; not with ``attention``, whose context replaces it.
-
-    Attributes
-    ----------
-    config : GRUSeq2SeqConfig
-    src_embed, tgt_embed : nn.Embedding
-    encoder : nn.GRU
-    decoder : nn.GRU or nn.GRUCell
-        A GRU over the whole target without attention (its input ``2 D`` wide with
-        ``summary_every_step``); a cell run step by step with.
-    attention : AdditiveAttention or None
-    lm_head : nn.Linear
-        ``D -> V`` for the plain decoder, ``2 D -> V`` for the two others.
+    The encoder skips padding (packed sequences). The decoder starts from the encoder's
+    state after the last real word. Without attention that vector is all the decoder
+    sees of the source. With ``summary_every_step`` it is also the context ``c`` of
+    every step: the GRU reads ``[embedding; c]`` and the logits come from
+    ``[state; c]`` (Cho et al. 2014, without their output layer's previous word and
+    ``tanh`` layers). With ``attention``, each step first computes a context with
+    :class:`AdditiveAttention` (the previous state as query), runs a GRU cell on
+    ``[embedding; context]`` and reads the logits from ``[new state; context]``, for
+    ``D (2 D + 1)`` more parameters. Introduced in Chapter 10.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     src : (B, T_s)
     tgt_in : (B, T_t)
     logits : (B, T_t, V)
     weights : (B, T_t, T_s)
-
-    Raises
-    ------
-    TypeError
-        If a size is not an int or a flag not a bool; when called, if the ids are
-        not a LongTensor.
-    ValueError
-        If a size is below 1 or both flags are set; when called, if the ids are
-        not 2-D, longer than ``context_length``, or a source has no real token.
 
     Examples
     --------
@@ -283,13 +175,6 @@ class GRUSeq2Seq(nn.Module):
     (torch.Size([2, 3, 12]), torch.Size([2, 3, 4]))
     >>> float(weights[0, :, 3].sum().detach())  # no weight on <pad>
     0.0
-    >>> cho = GRUSeq2Seq(10, 12, d_model=8, summary_every_step=True)
-    >>> cho(src, tgt_in).shape
-    torch.Size([2, 3, 12])
-    >>> sum(p.numel() for p in model.parameters()) - sum(
-    ...     p.numel() for p in cho.parameters()
-    ... )  # the attention's D (2 D + 1)
-    136
     """
 
     def __init__(
@@ -356,18 +241,8 @@ class GRUSeq2Seq(nn.Module):
         return ids
 
     def encode(self, src):
-        """Run the encoder GRU over the source ids, skipping padding.
-
-        Returns
-        -------
-        memory : torch.Tensor
-            The encoder's hidden state after each source word; zeros at padding.
-
-        Shapes
-        ------
-        Letters: see attn_course.shapes.
-        src : (B, T_s)
-        memory : (B, T_s, D)
+        """The encoder's state after each source word, ``(B, T_s, D)``; zeros at
+        padding.
         """
         src = self._ids(src, "src")
         lengths = (src != self.config.pad_id).sum(dim=1)  # (B,)
@@ -386,25 +261,8 @@ class GRUSeq2Seq(nn.Module):
         return memory
 
     def decode(self, tgt_in, memory, src_mask, *, return_weights=False):
-        """Logits for every target position, given the encoder's states.
-
-        The first decoder state is ``memory`` at each sentence's last real word.
-
-        Returns
-        -------
-        logits : torch.Tensor
-        weights : torch.Tensor
-            Only if ``return_weights=True`` (and the model has attention): row ``i``
-            is the attention over the source before writing target word ``i + 1``.
-
-        Shapes
-        ------
-        Letters: see attn_course.shapes.
-        tgt_in : (B, T_t)
-        memory : (B, T_s, D)
-        src_mask : (B, T_s)
-        logits : (B, T_t, V)
-        weights : (B, T_t, T_s)
+        """Logits for every target position, and with attention, if asked, the weights:
+        row ``i`` is the attention over the source before writing target word ``i + 1``.
         """
         tgt_in = self._ids(tgt_in, "tgt_in")
         require_bool_mask(src_mask, "src_mask", meaning="True = real token")
@@ -452,31 +310,8 @@ class GRUSeq2Seq(nn.Module):
 
 
 def exact_match_by_length(model, data, *, batch_size=1000):
-    """Exact-match accuracy of greedy translations, for each source length.
-
-    Groups the sentences of ``data`` by the number of real source tokens and calls
-    :func:`attn_course.seq2seq.exact_match` on each group. Introduced in Chapter 10.
-
-    Parameters
-    ----------
-    model : GRUSeq2Seq or attn_course.seq2seq.Seq2SeqTransformer
-    data : attn_course.translation.Batch
-    batch_size : int, default 1000
-
-    Returns
-    -------
-    dict
-        ``{length: (accuracy, number of sentences)}``, lengths in increasing order.
-
-    Shapes
-    ------
-    Letters: see attn_course.shapes.
-    data.src : (N, T_s)
-
-    Raises
-    ------
-    TypeError
-        If ``data`` is not a :class:`attn_course.translation.Batch`.
+    """Exact-match accuracy of greedy translations for each source length:
+    ``{length: (accuracy, number of sentences)}``. Introduced in Chapter 10.
 
     Examples
     --------

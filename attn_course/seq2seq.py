@@ -1,34 +1,18 @@
 """A small encoder-decoder transformer that learns to translate on a CPU (Chapter 6).
 
-The model has the shape of the 2017 transformer, scaled down:
-
-- token embeddings plus fixed **sinusoidal** positions, for the source and the target;
-- an **encoder**: layers of bidirectional self-attention
-  (:class:`attn_course.modules.MultiHeadAttention` with ``causal=False``) and a
-  feed-forward network;
-- a **decoder**: layers of causal self-attention, **cross-attention** to the
-  encoder's output (:class:`attn_course.modules.CrossAttention`) and a feed-forward
-  network;
-- a residual connection around every sub-layer, with layer norm *before* it
-  (pre-norm), and a final layer norm and linear layer that give one score (logit)
-  per target-vocabulary word.
-
-Padding is masked on both sides: no query attends to a ``<pad>`` key. The module
-returns attention weights when asked (``return_weights=True``) instead of storing
-them. :func:`greedy_decode` translates, :func:`train` fits the model and
-:func:`exact_match` measures it; :func:`evaluating` switches a model to eval mode
-for a ``with`` block. ``memory`` is the encoder's output, which cross-attention
-reads.
+The 2017 transformer, scaled down: token embeddings plus sinusoidal positions; an
+encoder of bidirectional self-attention and feed-forward layers; a decoder of
+causal self-attention, cross-attention to the encoder's output (the *memory*) and
+feed-forward layers; pre-norm residuals; a final norm and linear layer giving one
+logit per target word. No query attends to a ``<pad>`` key. :func:`greedy_decode`
+translates, :func:`train` fits, :func:`exact_match` measures.
 
 Shapes
 ------
-Letters: see attn_course.shapes.
 src : (B, T_s)
 tgt_in : (B, T_t)
 memory : (B, T_s, D)
 logits : (B, T_t, V)
-
-Introduced in Chapter 6.
 """
 
 from __future__ import annotations
@@ -77,40 +61,12 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Seq2SeqConfig:
-    """Sizes and settings of a :class:`Seq2SeqTransformer`.
+    """Sizes and settings of a :class:`Seq2SeqTransformer`. Introduced in Chapter 6.
 
-    Introduced in Chapter 6.
-
-    Parameters
-    ----------
-    src_vocab_size, tgt_vocab_size : int
-        Number of source and target tokens, special tokens included.
-    d_model : int, default 64
-        Width ``D`` of every token vector.
-    num_heads : int, default 4
-        Heads ``H`` of every attention layer; ``d_model`` must be divisible by it.
-    num_layers : int, default 2
-        Encoder layers, and as many decoder layers.
-    d_ff : int, default 128
-        Hidden width of the feed-forward networks.
-    context_length : int, default 16
-        The longest source or target sequence the model accepts.
-    dropout : float, default 0.0
-        Dropout on attention weights and after each sub-layer while training.
-    pad_id : int, default 0
-        Id of ``<pad>`` in both vocabularies.
-    causal_decoder : bool, default True
-        ``False`` lets the decoder's self-attention see future target tokens; that
-        is a bug, kept as an option only for the chapter's exercise.
-
-    Raises
-    ------
-    TypeError
-        If a size or ``pad_id`` is not an int, or ``dropout`` not a number.
-    ValueError
-        If a size is below 1, ``pad_id`` is not an id of both vocabularies,
-        ``dropout`` is not in [0, 1), or ``d_model`` is odd or not divisible by
-        ``num_heads``.
+    ``num_layers`` encoder layers and as many decoder layers; ``context_length`` is
+    the longest source or target; ``pad_id`` is ``<pad>`` in both vocabularies.
+    ``causal_decoder=False`` lets the decoder see future target tokens: a bug, kept
+    for the chapter's exercise.
     """
 
     src_vocab_size: int
@@ -164,21 +120,12 @@ class Seq2SeqConfig:
 class EncoderLayer(TransformerBlock):
     """Bidirectional self-attention and a feed-forward network, each in a residual.
 
-    ``x = x + attention(norm(x))`` then ``x = x + feed_forward(norm(x))``: every
-    source token may attend to every real source token, before and after it.
-    ``forward(x, src_mask, return_weights=False)`` takes a bool ``src_mask``,
-    ``True`` = real token, and also returns the weights when asked. A
-    :class:`attn_course.block.TransformerBlock` with ``causal=False`` and ReLU.
+    A :class:`attn_course.block.TransformerBlock` with ``causal=False`` and ReLU:
+    every source token may attend to every real one (``src_mask``, ``True`` = real).
     Introduced in Chapter 6.
-
-    Parameters
-    ----------
-    d_model, num_heads, d_ff, context_length : int
-    dropout : float, default 0.0
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     x : (B, T_s, D) -> (B, T_s, D)
     src_mask : (B, T_s)
     weights : (B, H, T_s, T_s)
@@ -206,26 +153,12 @@ class EncoderLayer(TransformerBlock):
 
 
 class DecoderLayer(nn.Module):
-    """Causal self-attention, cross-attention and a feed-forward network.
-
-    ``y = y + self_attention(norm(y))``: each target token looks at itself and the
-    target tokens before it. ``y = y + cross_attention(norm(y), memory)``: each
-    target token looks at every real source token (the encoder's output,
-    ``memory``). ``y = y + feed_forward(norm(y))``. The masks are bool, ``True`` =
-    real token; when asked, ``forward`` also returns the self-attention and the
-    cross-attention weights. Introduced in Chapter 6.
-
-    Parameters
-    ----------
-    d_model, num_heads, d_ff, context_length : int
-    dropout : float, default 0.0
-    causal : bool, default True
-        Mask future target tokens in the self-attention (always, except to show
-        what goes wrong without it).
+    """Causal self-attention, cross-attention to ``memory`` and a feed-forward network,
+    each in a pre-norm residual. The masks are bool, ``True`` = real token.
+    Introduced in Chapter 6.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     y : (B, T_t, D) -> (B, T_t, D)
     memory : (B, T_s, D)
     tgt_mask, src_mask : (B, T_t), (B, T_s)
@@ -275,23 +208,11 @@ class DecoderLayer(nn.Module):
 
 
 class AttentionMaps(NamedTuple):
-    """Attention weights of every layer of a :class:`Seq2SeqTransformer`.
-
-    Introduced in Chapter 6.
-
-    Attributes
-    ----------
-    encoder : tuple of torch.Tensor
-        Encoder self-attention, one tensor per layer.
-    decoder : tuple of torch.Tensor
-        Decoder (causal) self-attention, one tensor per layer.
-    cross : tuple of torch.Tensor
-        Decoder cross-attention, one tensor per layer: row ``i`` says which source
-        tokens target position ``i`` looked at.
+    """Attention weights of every layer of a :class:`Seq2SeqTransformer`, one tensor per
+    layer. Introduced in Chapter 6.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     encoder[layer] : (B, H, T_s, T_s)
     decoder[layer] : (B, H, T_t, T_t)
     cross[layer] : (B, H, T_t, T_s)
@@ -305,41 +226,15 @@ class AttentionMaps(NamedTuple):
 class Seq2SeqTransformer(nn.Module):
     """An encoder-decoder transformer for translation, with pre-norm residual layers.
 
-    ``src`` and ``tgt_in`` are padded with ``pad_id`` on the right; ``tgt_in``
-    starts with ``<bos>``, and position ``i`` of the logits predicts target token
-    ``i + 1``. Introduced in Chapter 6.
-
-    Parameters
-    ----------
-    config : Seq2SeqConfig
-
-    Attributes
-    ----------
-    src_embed, tgt_embed : nn.Embedding
-        Token embeddings, one row of width ``D`` per source or target token.
-    positions : torch.Tensor
-        Buffer ``(context_length, D)`` from :func:`sinusoidal_positions`.
-    encoder, decoder : nn.ModuleList
-        ``num_layers`` :class:`EncoderLayer` and :class:`DecoderLayer`.
-    encoder_norm, decoder_norm : nn.LayerNorm
-        Final layer norms (pre-norm layers leave their output unnormalised).
-    lm_head : nn.Linear
-        ``D -> V_t``: one logit per target word.
+    ``src`` and ``tgt_in`` are right-padded with ``pad_id``; ``tgt_in`` starts with
+    ``<bos>``, and position ``i`` of the logits predicts target token ``i + 1``.
+    Introduced in Chapter 6.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     src : (B, T_s)
     tgt_in : (B, T_t)
     logits : (B, T_t, V)
-
-    Raises
-    ------
-    TypeError
-        If ``config`` is not a :class:`Seq2SeqConfig`; when called, if the ids
-        are not a LongTensor.
-    ValueError
-        When called, if the ids are not 2-D or longer than ``context_length``.
 
     Examples
     --------
@@ -389,22 +284,8 @@ class Seq2SeqTransformer(nn.Module):
         return embedding(ids) + self.positions[:T]
 
     def encode(self, src, *, return_weights=False):
-        """Run the encoder over source ids.
-
-        Returns
-        -------
-        memory : torch.Tensor
-            One vector per source token.
-        weights : tuple of torch.Tensor
-            Only if ``return_weights=True``: the self-attention weights of every
-            layer.
-
-        Shapes
-        ------
-        Letters: see attn_course.shapes.
-        src : (B, T_s)
-        memory : (B, T_s, D)
-        weights[layer] : (B, H, T_s, T_s)
+        """Run the encoder: the memory, ``(B, T_s, D)``, and each layer's weights if
+        asked.
         """
         x = self._embed(src, self.src_embed, "src")  # (B, T_s) -> (B, T_s, D)
         src_mask = src != self.config.pad_id  # True = real token
@@ -416,33 +297,8 @@ class Seq2SeqTransformer(nn.Module):
         return (memory, tuple(all_weights)) if return_weights else memory
 
     def decode(self, tgt_in, memory, src_mask, *, return_weights=False):
-        """Run the decoder over target ids, looking at the encoder's ``memory``.
-
-        Parameters
-        ----------
-        tgt_in : torch.Tensor
-            Target ids, starting with ``<bos>``.
-        memory : torch.Tensor
-            The encoder's output, from :meth:`encode`.
-        src_mask : torch.Tensor
-            Bool, ``True`` = real source token.
-        return_weights : bool, default False
-
-        Returns
-        -------
-        logits : torch.Tensor
-        weights : (tuple, tuple)
-            Only if ``return_weights=True``: per layer, the self-attention weights
-            and the cross-attention weights.
-
-        Shapes
-        ------
-        Letters: see attn_course.shapes.
-        tgt_in : (B, T_t)
-        memory : (B, T_s, D)
-        src_mask : (B, T_s)
-        logits : (B, T_t, V)
-        self_weights[layer], cross_weights[layer] : (B, H, T_t, T_t), (B, H, T_t, T_s)
+        """Run the decoder on ``memory``: the logits, and per layer the self- and
+        cross-attention weights if asked.
         """
         y = self._embed(tgt_in, self.tgt_embed, "tgt_in")  # (B, T_t) -> (B, T_t, D)
         tgt_mask = tgt_in != self.config.pad_id  # True = real token
@@ -459,21 +315,8 @@ class Seq2SeqTransformer(nn.Module):
         return logits
 
     def forward(self, src, tgt_in, *, return_weights=False):
-        """Logits for every target position, given the source and the target so far.
-
-        Parameters
-        ----------
-        src : torch.Tensor
-            Source ids, padded with ``pad_id``.
-        tgt_in : torch.Tensor
-            Target ids starting with ``<bos>`` (teacher forcing).
-        return_weights : bool, default False
-            Also return an :class:`AttentionMaps` with every layer's weights.
-
-        Returns
-        -------
-        torch.Tensor or (torch.Tensor, AttentionMaps)
-            The logits; see the class docstring for shapes.
+        """Logits for every target position (teacher forcing), and the
+        :class:`AttentionMaps` if asked.
         """
         if return_weights:
             memory, enc_weights = self.encode(src, return_weights=True)
@@ -488,9 +331,9 @@ class Seq2SeqTransformer(nn.Module):
 
 @torch.no_grad()
 def _check_ids(ids, name, context_length, how):
-    """Raise a clear error unless ``ids`` is a ``(B, T)`` LongTensor of token ids
-    with ``T <= context_length``; ``how`` starts the fix for a long input, e.g.
-    ``"use a Seq2SeqConfig with"``."""
+    """Check that ``ids`` is a ``(B, T)`` LongTensor with ``T <= context_length``;
+    ``how`` starts the fix.
+    """
     fix = "encode the words with a Vocab first, e.g. vocab.encode_batch(sentences)"
     require_tensor(ids, name, fix=fix)
     if ids.dtype != torch.long:
@@ -511,43 +354,17 @@ def _check_ids(ids, name, context_length, how):
 
 
 def greedy_decode(model, src, *, max_len=None, bos_id=1, eos_id=2):
-    """Translate by always picking the most likely next word.
+    """Translate by always picking the most likely next word. Introduced in Chapter 6.
 
-    The encoder runs once; the decoder runs once per output word on everything
-    generated so far, and the argmax of its last position becomes the next word.
-    A sentence that has produced ``<eos>`` gets ``<pad>`` after it; decoding stops
-    when every sentence is finished or after ``max_len`` words. The model runs in
-    eval mode (see :func:`evaluating`). Introduced in Chapter 6.
-
-    Parameters
-    ----------
-    model : Seq2SeqTransformer
-    src : torch.Tensor
-        Source ids.
-    max_len : int, optional
-        Most words to generate (``<eos>`` included); default ``context_length - 1``.
-    bos_id, eos_id : int
-        Ids of ``<bos>`` and ``<eos>``.
-
-    Returns
-    -------
-    torch.Tensor
-        The generated ids, without the leading ``<bos>``; ``N`` is at most
-        ``max_len``.
+    The encoder runs once, the decoder once per word on everything generated so far.
+    A finished sentence gets ``<pad>`` after its ``<eos>``; decoding stops when all are
+    finished or after ``max_len`` words (default ``context_length - 1``). Returns the
+    ids without the leading ``<bos>``, in eval mode.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     src : (B, T_s)
     output : (B, N)
-
-    Raises
-    ------
-    TypeError
-        If ``max_len``, ``bos_id`` or ``eos_id`` is not an int, or ``src`` is not
-        a LongTensor.
-    ValueError
-        If ``max_len`` is below 1 or an id is negative.
     """
     pad_id = model.config.pad_id
     if max_len is None:
@@ -574,20 +391,7 @@ def greedy_decode(model, src, *, max_len=None, bos_id=1, eos_id=2):
 
 def translate(model, sentences, src_vocab, tgt_vocab):
     """Translate sentences (strings or word sequences) with :func:`greedy_decode`.
-
     Introduced in Chapter 6.
-
-    Parameters
-    ----------
-    model : Seq2SeqTransformer
-    sentences : str or sequence of (str or sequence of str)
-        One sentence, or several.
-    src_vocab, tgt_vocab : attn_course.translation.Vocab
-
-    Returns
-    -------
-    list of tuple of str
-        One tuple of target words per sentence.
     """
     if isinstance(sentences, str):
         sentences = [sentences]
@@ -605,22 +409,8 @@ def _strip(ids, eos_id, pad_id):
 
 @torch.no_grad()
 def exact_match(model, data, *, batch_size=1000, bos_id=1, eos_id=2):
-    """Fraction of sentences whose greedy translation equals the reference exactly.
-
-    Introduced in Chapter 6.
-
-    Parameters
-    ----------
-    model : Seq2SeqTransformer
-    data : attn_course.translation.Batch
-        Padded source and target ids of the sentences to score.
-    batch_size : int, default 1000
-
-    Returns
-    -------
-    float
-        Between 0 and 1. A sentence counts only if every word and the ``<eos>``
-        are right.
+    """Fraction of sentences whose greedy translation, ``<eos>`` included, equals the
+    reference. Introduced in Chapter 6.
     """
     pad_id = model.config.pad_id
     correct = 0
@@ -637,20 +427,8 @@ def exact_match(model, data, *, batch_size=1000, bos_id=1, eos_id=2):
 
 @torch.no_grad()
 def sequence_loss(model, data, *, batch_size=1000):
-    """Mean cross-entropy per target token under teacher forcing (no training).
-
-    The model runs in eval mode (see :func:`evaluating`). Introduced in Chapter 6.
-
-    Parameters
-    ----------
-    model : Seq2SeqTransformer
-    data : attn_course.translation.Batch
-        Padded source and target ids.
-    batch_size : int, default 1000
-
-    Returns
-    -------
-    float
+    """Mean cross-entropy per target token under teacher forcing, in eval mode.
+    Introduced in Chapter 6.
     """
     pad_id = model.config.pad_id
     total, count = 0.0, 0
@@ -695,47 +473,13 @@ def train(
     log=print,
 ):
     """Fit the model with AdamW on teacher-forced cross-entropy.
+    Introduced in Chapter 6.
 
-    The learning rate rises linearly for ``warmup_steps`` steps, then falls along a
-    cosine to 0 at the last step. Gradients are clipped to norm 1. Batches are
-    shuffled with a generator seeded by ``seed``, so a run is reproducible on one
-    machine. The model is left in eval mode. Introduced in Chapter 6.
-
-    Parameters
-    ----------
-    model : Seq2SeqTransformer
-    data : attn_course.translation.Batch
-        All training pairs, padded.
-    epochs : int
-        Passes over ``data``.
-    batch_size : int, default 64
-    lr : float, default 3e-3
-        Peak learning rate.
-    warmup_steps : int, default 100
-    seed : int, default 0
-        Seed of the shuffling.
-    val_data : Batch, optional
-        If given, the greedy exact-match accuracy on it is measured after each epoch.
-    log : callable or None, default print
-        Called with one line of text per epoch (loss, and the validation accuracy
-        when ``val_data`` is given); ``None`` for silence. The time each epoch ended
-        at is in the returned history, not in the line.
-
-    Returns
-    -------
-    step_losses : list of float
-        The training loss of every step.
-    epochs : list of EpochLog
-        One entry per epoch.
-
-    Raises
-    ------
-    TypeError
-        If ``epochs``, ``batch_size`` or ``warmup_steps`` is not an int, or ``lr``
-        not a number.
-    ValueError
-        If ``epochs`` or ``batch_size`` is below 1, ``warmup_steps`` negative, or
-        ``lr`` not positive.
+    Linear warm-up for ``warmup_steps``, then a cosine to 0; gradients clipped to norm
+    1; batches shuffled with a generator seeded by ``seed``. With ``val_data``, the
+    exact-match accuracy is measured after each epoch. ``log`` gets one line per epoch
+    (``None``: silence). Returns the loss of every step and one :class:`EpochLog` per
+    epoch; the model is left in eval mode.
     """
     epochs = require_int(epochs, "epochs")
     batch_size = require_int(batch_size, "batch_size")

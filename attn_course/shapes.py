@@ -1,9 +1,8 @@
 """The letters used for tensor shapes, stated once for the whole package.
 
-Every docstring's ``Shapes`` section opens with the line ``Letters: see
-attn_course.shapes.`` and then writes one line per tensor, ``name : (dims)``, with
-the dimensions named by the letters below (or by a constructor argument such as
-``d_in``, or a number). ``...`` stands for any number of leading dimensions.
+A docstring's ``Shapes`` section writes one line per tensor, ``name : (dims)``,
+with the dimensions named by the letters below (or by a constructor argument such
+as ``d_in``, or a number). ``...`` stands for any number of leading dimensions.
 
 ========= ===============================================================
 letter    meaning
@@ -28,9 +27,8 @@ V         vocabulary size (``vocab_size``)
 N         number of items in a list (sentences, samples, steps)
 ========= ===============================================================
 
-*Memory* is the one name for the sequence that keys and values come from when it is
-not the sequence of the queries: in an encoder-decoder it is the encoder's output,
-which every decoder layer's cross-attention reads.
+*Memory* is the sequence that keys and values come from when it is not the
+sequence of the queries: in an encoder-decoder, the encoder's output.
 
 Introduced in Chapter 1 (``T``, ``D``); each later letter in the chapter that first
 needs it.
@@ -57,13 +55,6 @@ LETTERS = {
     "V": "vocabulary size (vocab_size)",
     "N": "number of items in a list",
 }
-"""Each shape letter and what it counts; the table above, as data.
+"""Each shape letter and what it counts, as data. Introduced in Chapter 1."""
 
-Introduced in Chapter 1."""
-
-CITATION = "Letters: see attn_course.shapes."
-"""The first line of every ``Shapes`` section in the package's docstrings.
-
-Introduced in Chapter 1."""
-
-__all__ = ["CITATION", "LETTERS"]
+__all__ = ["LETTERS"]

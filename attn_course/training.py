@@ -71,11 +71,6 @@ def evaluating(model):
     torch.nn.Module
         ``model`` itself, in eval mode.
 
-    Raises
-    ------
-    TypeError
-        If ``model`` is not a :class:`torch.nn.Module`.
-
     Examples
     --------
     >>> model = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.5))

@@ -1,33 +1,24 @@
 """A toy English -> German translation task, generated in code (Chapter 6).
 
-Every sentence is one clause: a subject, a verb and an object, each noun phrase
-``the [adjective] noun``, with an optional modal verb (``can``, ``must``,
-``wants to``) and an optional opening word (an adverb such as ``today`` or a
-conjunction such as ``because``). The German side follows three real rules of German
-word order and agreement, so a word-by-word translation is wrong:
+Every sentence is one clause, ``the [adjective] noun``, a verb and an object, with
+an optional modal (``can``, ``must``, ``wants to``) and an optional opening adverb
+or conjunction. The German side follows real rules, so word-by-word is wrong:
 
-- **Verb second.** After an opening adverb the finite verb comes *before* the subject:
-  ``today the dog sees the cat`` -> ``heute sieht der Hund die Katze``.
-- **Verb last.** After a conjunction the finite verb moves to the *end*:
+- **Verb second**: ``today the dog sees the cat`` -> ``heute sieht der Hund die Katze``.
+- **Verb last** after a conjunction:
   ``because the dog sees the cat`` -> ``weil der Hund die Katze sieht``.
-- **Infinitive last.** With a modal, the infinitive goes to the end of the clause
-  (``der Hund kann die Katze sehen``), after a conjunction even before the modal:
-  ``that the dog can see the cat`` -> ``dass der Hund die Katze sehen kann``.
-- **Agreement.** ``the`` becomes ``der``, ``die``, ``das`` or ``den`` and an adjective
-  gets the ending ``-e`` or ``-en``, depending on the noun's gender and on whether it
-  is the subject or the object: ``the big dog`` is ``der große Hund`` as a subject
-  but ``den großen Hund`` as an object.
+- **Infinitive last** with a modal (``der Hund kann die Katze sehen``), after a
+  conjunction before the modal: ``dass der Hund die Katze sehen kann``.
+- **Agreement**: ``the big dog`` is ``der große Hund`` as a subject but
+  ``den großen Hund`` as an object.
 
-Sentences are sampled with a seeded :class:`random.Random`; nothing is downloaded.
-Sentence pairs become padded id tensors, ``<bos>`` and ``<eos>`` framing the target.
+Sentences come from a seeded :class:`random.Random`; nothing is downloaded. Pairs
+become padded id tensors, ``<bos>`` and ``<eos>`` framing the target.
 
 Shapes
 ------
-Letters: see attn_course.shapes.
 src : (B, T_s)
 tgt_in, tgt_out : (B, T_t)
-
-Introduced in Chapter 6.
 """
 
 from __future__ import annotations
@@ -136,31 +127,9 @@ def _adjective_ending(case, gender):
 
 @dataclass(frozen=True)
 class Clause:
-    """One sentence of the toy grammar, rendered in English and in German.
-
-    :meth:`source` gives the English words, :meth:`target` the German ones and
-    :meth:`alignment` which English word each German word translates.
-    Introduced in Chapter 6.
-
-    Parameters
-    ----------
-    subject, obj : str
-        English nouns, keys of :data:`NOUNS`.
-    verb : str
-        English verb in the 3rd person (``"sees"``), a key of :data:`VERBS`.
-    subject_adjective, object_adjective : str, optional
-        English adjectives, keys of :data:`ADJECTIVES`.
-    modal : str, optional
-        ``"can"``, ``"must"`` or ``"wants"`` (a key of :data:`MODALS`).
-    opener : str, optional
-        An opening adverb or conjunction, a key of :data:`OPENERS`.
-
-    Raises
-    ------
-    TypeError
-        If a word is not a str.
-    ValueError
-        If a word is not in the toy grammar; the message lists the choices.
+    """One sentence of the toy grammar, in English (:meth:`source`) and German
+    (:meth:`target`); the words are keys of :data:`NOUNS`, :data:`VERBS`,
+    :data:`ADJECTIVES`, :data:`MODALS` and :data:`OPENERS`. Introduced in Chapter 6.
 
     Examples
     --------
@@ -268,16 +237,8 @@ class Clause:
         return tuple(word for _, word in self._target_parts())
 
     def alignment(self):
-        """For each German word, the position of the English word it translates.
-
-        A German finite modal points at the first English modal word (``will`` at
-        ``wants``). Articles point at ``the``, although which article is right also
-        depends on the noun after it.
-
-        Returns
-        -------
-        tuple of int
-            One source position per target word.
+        """For each German word, the position of the English word it translates (a
+        German modal points at the first English modal word, an article at ``the``).
         """
         positions = {}
         for position, (role, _) in enumerate(self._source_parts()):
@@ -286,28 +247,10 @@ class Clause:
 
 
 def sample_clause(rng):
-    """Draw one random clause of the toy grammar.
+    """Draw one random clause from ``rng``. Introduced in Chapter 6.
 
-    Introduced in Chapter 6. Each of the three sentence shapes (plain, opening
-    adverb, opening conjunction) has probability 1/3, a modal verb 1/2 (each modal
-    equally likely), an adjective 1/2 per noun phrase; the object is a different
-    noun from the subject.
-
-    Parameters
-    ----------
-    rng : random.Random
-        The random number generator; seed it for reproducible sentences.
-
-    Returns
-    -------
-    Clause
-
-    Examples
-    --------
-    >>> import random
-    >>> clause = sample_clause(random.Random(0))
-    >>> clause.subject != clause.obj
-    True
+    Plain, adverb-first and conjunction-first sentences each have probability 1/3, a
+    modal 1/2, an adjective 1/2 per noun phrase; the object differs from the subject.
     """
     nouns, adjectives = sorted(NOUNS), sorted(ADJECTIVES)
     subject = rng.choice(nouns)
@@ -329,26 +272,8 @@ def sample_clause(rng):
 
 def parse_source(words):
     """Parse an English sentence of the toy grammar into a :class:`Clause`.
-
     Introduced in Chapter 6.
 
-    Parameters
-    ----------
-    words : str or sequence of str
-        The sentence, as one string of space-separated words or as a sequence.
-
-    Returns
-    -------
-    Clause
-
-    Raises
-    ------
-    ValueError
-        If the sentence is not in the toy grammar; the message names the word and
-        its position, and what the grammar expected there.
-
-    Examples
-    --------
     >>> parse_source("today the old man wants to visit the child").target()
     ('heute', 'will', 'der', 'alte', 'Mann', 'das', 'Kind', 'besuchen')
     """
@@ -403,22 +328,9 @@ def parse_source(words):
 
 
 def reference_translation(words):
-    """Translate an English sentence of the toy grammar with its rules.
-
+    """Translate an English sentence of the toy grammar by its rules.
     Introduced in Chapter 6.
 
-    Parameters
-    ----------
-    words : str or sequence of str
-        The English sentence.
-
-    Returns
-    -------
-    tuple of str
-        The German words.
-
-    Examples
-    --------
     >>> " ".join(reference_translation("because the big dog can see the cat"))
     'weil der große Hund die Katze sehen kann'
     """
@@ -426,15 +338,8 @@ def reference_translation(words):
 
 
 class Vocab:
-    """Map words to integer ids and back; ids 0, 1, 2 are ``<pad>``, ``<bos>``,
-    ``<eos>``.
-
-    Introduced in Chapter 6.
-
-    Parameters
-    ----------
-    words : sequence of str
-        The ordinary words, in the order they get ids 3, 4, ...
+    """Map words to ids and back; ids 0, 1, 2 are ``<pad>``, ``<bos>``, ``<eos>``, and
+    ``words`` get 3, 4, ... Introduced in Chapter 6.
 
     Examples
     --------
@@ -446,8 +351,6 @@ class Vocab:
     >>> vocab.encode_batch(["the dog", "dog"])
     tensor([[3, 4],
             [4, 0]])
-    >>> len(vocab), vocab.pad_id, vocab.bos_id, vocab.eos_id
-    (5, 0, 1, 2)
     """
 
     pad_id, bos_id, eos_id = 0, 1, 2
@@ -467,13 +370,7 @@ class Vocab:
         return f"Vocab({len(self)} tokens: {shown}, ...)"
 
     def encode(self, words, *, bos=False, eos=False):
-        """Turn words into ids, optionally framed by ``<bos>`` and ``<eos>``.
-
-        Raises
-        ------
-        ValueError
-            For a word that is not in the vocabulary (named with the closest fix).
-        """
+        """Turn words into ids, optionally framed by ``<bos>`` and ``<eos>``."""
         if isinstance(words, str):
             words = words.split()
         unknown = [word for word in words if word not in self.ids]
@@ -487,31 +384,12 @@ class Vocab:
         return [self.bos_id] * bos + ids + [self.eos_id] * eos
 
     def encode_batch(self, sentences, *, bos=False, eos=False):
-        """Encode sentences with :meth:`encode` and pad them into one tensor.
-
-        Each row holds one sentence's ids, then ``<pad>`` up to the longest row.
-
-        Parameters
-        ----------
-        sentences : sequence of (str or sequence of str)
-            The sentences, each one string of words or a sequence of words.
-        bos, eos : bool, default False
-            Frame every sentence with ``<bos>`` and ``<eos>``.
-
-        Returns
-        -------
-        torch.Tensor
-            Token ids, dtype ``torch.long``.
+        """Encode sentences with :meth:`encode`, padded with ``<pad>`` into one long
+        tensor.
 
         Shapes
         ------
-        Letters: see attn_course.shapes.
         output : (B, T)
-
-        Raises
-        ------
-        ValueError
-            If there are no sentences, or a word is not in the vocabulary.
         """
         rows = [self.encode(sentence, bos=bos, eos=eos) for sentence in sentences]
         if not rows:
@@ -522,17 +400,7 @@ class Vocab:
         )
 
     def decode(self, ids):
-        """Turn ids back into words: stop at the first ``<eos>``, drop ``<pad>`` and
-        ``<bos>``.
-
-        Parameters
-        ----------
-        ids : sequence of int or 1-D torch.Tensor
-
-        Returns
-        -------
-        tuple of str
-        """
+        """Ids to words: stop at the first ``<eos>``, drop ``<pad>`` and ``<bos>``."""
         if isinstance(ids, torch.Tensor):
             ids = ids.tolist()
         words = []
@@ -546,11 +414,8 @@ class Vocab:
 
 def source_vocab():
     """The English vocabulary: special tokens, then every English word of the grammar.
-
     Introduced in Chapter 6.
 
-    Examples
-    --------
     >>> vocab = source_vocab()
     >>> len(vocab), vocab.tokens[:5]
     (39, ('<pad>', '<bos>', '<eos>', 'the', 'dog'))
@@ -564,14 +429,10 @@ def source_vocab():
 
 def target_vocab():
     """The German vocabulary: special tokens, then every German word of the grammar.
-
     Introduced in Chapter 6.
 
-    Examples
-    --------
-    >>> vocab = target_vocab()
-    >>> len(vocab), vocab.tokens[3:7]
-    (46, ('der', 'die', 'das', 'den'))
+    >>> target_vocab().tokens[3:7]
+    ('der', 'die', 'das', 'den')
     """
     articles = list(dict.fromkeys(_ARTICLES.values()))
     nouns = [german for german, _ in NOUNS.values()]
@@ -584,7 +445,6 @@ def target_vocab():
 
 class Splits(NamedTuple):
     """Train, validation and test sentence pairs; no English sentence is in two.
-
     Introduced in Chapter 6.
     """
 
@@ -596,37 +456,12 @@ class Splits(NamedTuple):
 def make_splits(num_train=8_000, num_val=500, num_test=1_000, *, seed=0):
     """Sample distinct sentences and split them into train, validation and test.
 
-    Each element of a split is a pair ``(source, target)`` of word tuples. Sentences
-    are drawn with :func:`sample_clause` from ``random.Random(seed)`` until there are
-    ``num_train + num_val + num_test`` different English sentences, so no sentence
-    appears twice, in one split or across splits. The grammar has 338,688 different
-    sentences. Introduced in Chapter 6.
+    Each element is a pair ``(source, target)`` of word tuples; no English sentence
+    appears twice (the grammar has 338,688). Introduced in Chapter 6.
 
-    Parameters
-    ----------
-    num_train, num_val, num_test : int
-        Split sizes, each at least 1.
-    seed : int, default 0
-
-    Returns
-    -------
-    Splits
-
-    Raises
-    ------
-    TypeError
-        If a size is not an int.
-    ValueError
-        If a size is below 1, or all together ask for more than 100,000 sentences.
-
-    Examples
-    --------
     >>> splits = make_splits(5, 2, 2, seed=0)
     >>> [len(split) for split in splits]
     [5, 2, 2]
-    >>> source, target = splits.train[0]
-    >>> isinstance(source, tuple) and isinstance(target, tuple)
-    True
     """
     num_train = require_int(num_train, "num_train")
     num_val = require_int(num_val, "num_val")
@@ -651,23 +486,12 @@ def make_splits(num_train=8_000, num_val=500, num_test=1_000, *, seed=0):
 
 
 class Batch(NamedTuple):
-    """Padded id tensors of a batch of sentence pairs.
-
+    """Padded id tensors of sentence pairs: ``tgt_in`` is ``<bos>`` and the target
+    words, ``tgt_out`` the target words and ``<eos>`` (``tgt_in`` shifted left).
     Introduced in Chapter 6.
-
-    Attributes
-    ----------
-    src : torch.Tensor
-        Source ids, padded with ``<pad>`` on the right.
-    tgt_in : torch.Tensor
-        Decoder input: ``<bos>`` followed by the target words.
-    tgt_out : torch.Tensor
-        What the decoder must predict: the target words followed by ``<eos>``,
-        i.e. ``tgt_in`` shifted one position to the left.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     src : (B, T_s)
     tgt_in, tgt_out : (B, T_t)
     """
@@ -678,25 +502,8 @@ class Batch(NamedTuple):
 
 
 def make_batch(pairs, src_vocab, tgt_vocab):
-    """Encode sentence pairs and pad them into one :class:`Batch`.
-
-    Introduced in Chapter 6. ``T_s`` is the length of the longest source, ``T_t``
-    that of the longest target plus 1 (for ``<bos>`` or ``<eos>``).
-
-    Parameters
-    ----------
-    pairs : sequence of (source words, target words)
-    src_vocab, tgt_vocab : Vocab
-
-    Returns
-    -------
-    Batch
-
-    Shapes
-    ------
-    Letters: see attn_course.shapes.
-    src : (B, T_s)
-    tgt_in, tgt_out : (B, T_t)
+    """Encode sentence pairs and pad them into one :class:`Batch`; ``T_t`` is the
+    longest target plus 1. Introduced in Chapter 6.
 
     Examples
     --------
@@ -724,34 +531,10 @@ def _trim(ids, pad_id):
 
 
 def iterate_batches(data, batch_size, *, generator=None, pad_id=Vocab.pad_id):
-    """Cut one big :class:`Batch` into mini-batches, optionally shuffled.
+    """Cut one big :class:`Batch` into mini-batches, shuffled with ``generator`` if
+    given; each keeps only the columns its longest sentence needs.
+    Introduced in Chapter 6.
 
-    Introduced in Chapter 6. Each mini-batch keeps only as many columns as its
-    longest sentence needs.
-
-    Parameters
-    ----------
-    data : Batch
-        All the pairs, e.g. from :func:`make_batch`.
-    batch_size : int
-        Pairs per mini-batch (the last one may be smaller).
-    generator : torch.Generator, optional
-        Shuffle with this generator; ``None`` keeps the order.
-    pad_id : int, default 0
-
-    Yields
-    ------
-    Batch
-
-    Raises
-    ------
-    TypeError
-        If ``batch_size`` is not an int.
-    ValueError
-        If ``batch_size`` is below 1.
-
-    Examples
-    --------
     >>> splits = make_splits(10, 1, 1)
     >>> data = make_batch(splits.train, source_vocab(), target_vocab())
     >>> [b.src.shape[0] for b in iterate_batches(data, 4)]

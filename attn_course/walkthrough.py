@@ -1,27 +1,15 @@
-"""What one query sees, and what a mask lets through: the computations behind the
-explorers of Chapters 1 and 3, as pure functions.
+"""What one query sees, and what a mask lets through: the pure computations behind
+the explorers of Chapters 1 and 3.
 
-:func:`query_attention` is Chapter 1's attention for one query at a softmax
-temperature: no trainable projections, the scores are plain dot products of the
-embeddings, and the temperature divides them before the softmax::
+:func:`query_attention` is Chapter 1's attention for one query at a temperature::
 
     scores  = x @ x[q]                         # (T, D) @ (D,) -> (T,)
     weights = softmax(scores / temperature)    # (T,)
     context = weights @ x                      # (T,) @ (T, D) -> (D,)
 
-:func:`masked_attention` is Chapter 3's: the attention weights with or without a
-causal mask, passed in one of the ways of :data:`MASK_CONVENTIONS`, and how much of
-the future leaked in.
-
-Both change nothing and return named tuples, so the static figures
-(:func:`attn_course.plot.temperature_panel`), the self-checks and the widget apps of
-:mod:`attn_course.explorer` share one computation.
-
-Shapes
-------
-Letters: see attn_course.shapes.
-embeddings : (T, D)
-queries, keys : (T_q, d_k), (T_k, d_k)
+:func:`masked_attention` is Chapter 3's: the weights with or without a causal mask,
+passed one of the ways of :data:`MASK_CONVENTIONS`. Both return named tuples, which
+the figures of :mod:`attn_course.plot`, the self-checks and the explorers share.
 """
 
 from __future__ import annotations
@@ -51,33 +39,14 @@ __all__ = [
 
 
 class QueryAttention(NamedTuple):
-    """What one query sees at one temperature: its scores, weights and context.
-
-    Introduced in Chapter 1.
-
-    Attributes
-    ----------
-    scores : torch.Tensor
-        Plain dot products of the query's embedding with every embedding, before the
-        temperature is applied.
-    weights : torch.Tensor
-        ``softmax(scores / temperature)``: non-negative and summing to 1.
-    context : torch.Tensor
-        The weighted sum of the embeddings, ``weights @ embeddings``.
+    """What one query sees at one temperature: ``scores`` (before the temperature),
+    ``weights`` and ``context``. Introduced in Chapter 1.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     scores : (T,)
     weights : (T,)
     context : (D,)
-
-    Examples
-    --------
-    >>> from attn_course.data import hello_shiny_sun
-    >>> scores, weights, context = query_attention(*hello_shiny_sun(), query_index=1)
-    >>> scores.shape, weights.shape, context.shape
-    (torch.Size([3]), torch.Size([3]), torch.Size([3]))
     """
 
     scores: torch.Tensor
@@ -86,14 +55,8 @@ class QueryAttention(NamedTuple):
 
 
 def as_embeddings(embeddings, name="embeddings"):
-    """The embeddings as a floating-point ``(T, D)`` tensor, or a teaching error.
-
-    A numpy array is converted; whole numbers become float32.
-
-    Shapes
-    ------
-    Letters: see attn_course.shapes.
-    embeddings : (T, D)
+    """The embeddings as a floating-point ``(T, D)`` tensor (numpy converted, integers
+    as float32), or a teaching error.
     """
     if isinstance(embeddings, np.ndarray):
         embeddings = torch.from_numpy(embeddings)
@@ -116,69 +79,30 @@ TEMPERATURE_HINT = (
 
 
 def query_attention(tokens, embeddings, query_index, temperature=1.0):
-    """Compute one query's scores, weights and context vector at a temperature.
+    """One query's scores, weights and context vector at a temperature.
+    Introduced in Chapter 1.
 
-    Introduced in Chapter 1. A pure function: it changes nothing and returns a
-    :class:`QueryAttention`. The attention itself is
-    :func:`attn_course.scaled_dot_product_attention` with ``scale = 1 /
-    temperature``, so ``temperature=1.0`` is Chapter 1's unscaled dot-product
-    attention.
-
-    Parameters
-    ----------
-    tokens : sequence of str or None
-        The tokens, one per embedding row; used to check the lengths agree and in
-        error messages. ``None`` skips that check.
-    embeddings : torch.Tensor or numpy.ndarray
-        One embedding row per token; they serve as queries, keys and values.
-    query_index : int
-        Position of the query token; negative values count from the end.
-    temperature : float, default 1.0
-        Positive. Below 1 it sharpens the weights, above 1 it flattens them.
-
-    Returns
-    -------
-    QueryAttention
-        ``(scores, weights, context)``.
+    :func:`attn_course.scaled_dot_product_attention` with the embeddings as queries,
+    keys and values and ``scale = 1 / temperature``. ``tokens`` (or ``None``) are only
+    checked against the rows.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     embeddings : (T, D)
     scores, weights : (T,)
     context : (D,)
 
-    Raises
-    ------
-    ValueError
-        If ``query_index`` is out of range, ``temperature`` is not positive and
-        finite, the number of tokens differs from the number of rows, or the
-        embeddings are not 2-D.
-    TypeError
-        If ``query_index`` is not an int, ``temperature`` not a number, or
-        ``embeddings`` not a tensor or array.
-
     Examples
     --------
-    The query "shiny" of Chapter 1:
-
     >>> from attn_course.data import hello_shiny_sun
     >>> tokens, embeddings = hello_shiny_sun()
-    >>> seen = query_attention(tokens, embeddings, query_index=1)
+    >>> seen = query_attention(tokens, embeddings, query_index=1)  # "shiny"
     >>> seen.scores
     tensor([0.7842, 1.3569, 1.2487])
     >>> seen.weights
     tensor([0.2291, 0.4063, 0.3646])
     >>> seen.context
     tensor([0.3990, 0.3854, 0.8610])
-
-    A low temperature gives nearly all the weight to the best-matching key, a high
-    one spreads it almost evenly:
-
-    >>> query_attention(tokens, embeddings, 1, temperature=0.01).weights.round(
-    ...     decimals=3
-    ... )
-    tensor([0., 1., 0.])
     >>> query_attention(tokens, embeddings, 1, temperature=100.0).weights.round(
     ...     decimals=2
     ... )
@@ -207,40 +131,21 @@ MASK_CONVENTIONS = {
     "inverted": "True = blocked given to SDPA: an inverted mask, a bug",
 }
 """The ways :func:`masked_attention` can pass a causal mask: key -> description.
-
-Introduced in Chapter 3."""
+Introduced in Chapter 3.
+"""
 
 
 class MaskedAttention(NamedTuple):
     """The attention weights under one mask, and what the mask let through.
 
-    Introduced in Chapter 3.
-
-    Attributes
-    ----------
-    allowed : torch.Tensor
-        Bool, ``True`` where query ``i`` could attend to key ``j`` under the mask
-        as it was actually applied (all ``True`` without a mask).
-    weights : torch.Tensor
-        The attention weights; a query that may attend to no key gets zeros.
-    future_weight : float
-        The weight all queries together put on keys after them (``j > i``): 0 for a
-        causal mask, more than 0 when the future leaks in.
-    empty_rows : tuple of int
-        The queries that may attend to no key at all.
+    ``allowed`` is where query ``i`` could attend to key ``j`` as the mask was applied;
+    ``future_weight`` the weight all queries put on later keys (0 under a causal mask);
+    ``empty_rows`` the queries that could attend to no key. Introduced in Chapter 3.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     allowed : (T_q, T_k)
     weights : (T_q, T_k)
-
-    Examples
-    --------
-    >>> x = torch.eye(3)
-    >>> seen = masked_attention(x, x, causal=True)
-    >>> seen.future_weight, seen.empty_rows
-    (0.0, ())
     """
 
     allowed: torch.Tensor
@@ -250,13 +155,7 @@ class MaskedAttention(NamedTuple):
 
 
 def as_vectors(tensor, name):
-    """``tensor`` as a detached floating-point ``(T, d_k)`` tensor, or raise.
-
-    Shapes
-    ------
-    Letters: see attn_course.shapes.
-    tensor : (T, d_k)
-    """
+    """``tensor`` as a detached float ``(T, d_k)`` tensor, or a teaching error."""
     require_tensor(
         tensor,
         name,
@@ -273,54 +172,21 @@ def as_vectors(tensor, name):
 def masked_attention(queries, keys, *, causal=True, convention="bool"):
     """Attention weights with or without a causal mask, passed one of four ways.
 
-    Introduced in Chapter 3. A pure function, computed with
-    :func:`attn_course.scaled_dot_product_attention` (scale ``1 / sqrt(d_k)``). The
-    first three conventions of :data:`MASK_CONVENTIONS` give the same causal
-    weights; ``"inverted"`` passes ``~causal_mask(T)``, a mask in
-    ``nn.MultiheadAttention``'s convention (True = blocked), to a function that
-    reads True as *may attend*: no error, but every query sees only the future, and
-    the last query sees nothing.
-
-    Parameters
-    ----------
-    queries : torch.Tensor
-        One query vector per token.
-    keys : torch.Tensor
-        One key vector per token, the same width as the queries. They serve as the
-        values too, so the weights are what matters.
-    causal : bool, default True
-        Apply a causal mask; ``False`` lets every query see every key.
-    convention : str, default "bool"
-        How the mask is passed: a key of :data:`MASK_CONVENTIONS`. Ignored when
-        ``causal=False``.
-
-    Returns
-    -------
-    MaskedAttention
-        ``(allowed, weights, future_weight, empty_rows)``.
+    Computed with :func:`attn_course.scaled_dot_product_attention`; the keys are the
+    values too. The first three :data:`MASK_CONVENTIONS` give the same weights;
+    ``"inverted"`` passes ``~causal_mask(T)`` (``nn.MultiheadAttention``'s True =
+    blocked) to a function that reads True as *may attend*: no error, but every query
+    sees only the future and the last sees nothing. Introduced in Chapter 3.
 
     Shapes
     ------
-    Letters: see attn_course.shapes.
     queries : (T_q, d_k)
     keys : (T_k, d_k)
     allowed, weights : (T_q, T_k)
 
-    Raises
-    ------
-    ValueError
-        If ``convention`` is unknown, or the inputs are not 2-D or differ in width.
-    TypeError
-        If ``queries`` or ``keys`` is not a tensor.
-
     Examples
     --------
-    >>> import torch
     >>> x = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
-    >>> masked_attention(x, x, causal=True).weights.round(decimals=2)
-    tensor([[1.0000, 0.0000, 0.0000],
-            [0.3300, 0.6700, 0.0000],
-            [0.2500, 0.2500, 0.5000]])
     >>> bug = masked_attention(x, x, causal=True, convention="inverted")
     >>> bug.weights.round(decimals=2)
     tensor([[0.0000, 0.3300, 0.6700],

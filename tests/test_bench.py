@@ -8,8 +8,6 @@ import json
 import math
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -173,45 +171,6 @@ def test_plain_and_banded_attention_give_pytorchs_results():
             bench.banded_attention(q, k, v, window, block),
             F.scaled_dot_product_attention(q, k, v, attn_mask=allowed),
         )
-
-
-def _faults_of_reused_blocks(env):
-    """Page faults of each of three 40 MiB blocks, each allocated (and filled with
-    zeros) after the one before was freed, in a Python started with ``env`` added to
-    the environment. (A bytearray takes its memory from malloc as it is, where a
-    tensor asks for an aligned block, which may not fit in a freed one.)"""
-    code = (
-        "import resource\n"
-        "faults = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
-        "counts = []\n"
-        "for _ in range(3):\n"
-        "    before = faults()\n"
-        "    block = bytearray(40 * 2**20)\n"
-        "    counts.append(faults() - before)\n"
-        "    del block\n"
-        "print(counts)\n"
-    )
-    child = subprocess.run(
-        [sys.executable, "-c", code],
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return json.loads(child.stdout)
-
-
-@needs_cpu_memory
-def test_the_reused_memory_settings_make_glibc_reuse_a_freed_block():
-    """Without the settings glibc maps every 40 MiB block afresh (10,240 pages of 4
-    KiB); with them the second and third reuse the first's pages. The threshold
-    must be written in digits: with ``1e11`` glibc goes on handing the block back."""
-    pages = 40 * 2**20 // os.sysconf("SC_PAGE_SIZE")
-    assert min(_faults_of_reused_blocks({})) >= 0.9 * pages
-    first, *later = _faults_of_reused_blocks(bench.REUSE_MEMORY)
-    assert first >= 0.9 * pages and max(later) < 0.1 * pages
-    in_exponent_form = {**bench.REUSE_MEMORY, "MALLOC_TRIM_THRESHOLD_": "1e11"}
-    assert min(_faults_of_reused_blocks(in_exponent_form)) >= 0.9 * pages
 
 
 def expected_generation(settings, devices):
@@ -416,15 +375,16 @@ def test_plain_attention_holds_scores_and_weights_and_tiled_does_not():
     assert peaks["tiled"] < peaks["plain"] / 4
 
 
-def test_the_makefile_runs_the_benchmark_outside_make_test():
+@pytest.mark.parametrize("target", ["bench", "bench-history"])
+def test_the_makefile_runs_the_benchmarks_outside_make_test(target):
     makefile = (bench.ROOT / "Makefile").read_text(encoding="utf-8")
-    assert re.search(r"^#\s+make bench\s+\S", makefile, re.M), "not in the header"
-    recipe = re.search(r"^bench: \$\(STAMP\)\n\t(.+)$", makefile, re.M)
-    assert recipe and recipe.group(1) == "$(BIN)/python -m tools.bench"
-    test_target = re.search(r"^test:(.*)$", makefile, re.M).group(1).split()
-    assert "bench" not in test_target
+    assert re.search(rf"^#\s+make {target}\s+\S", makefile, re.M), "not in the header"
+    recipe = re.search(rf"^{target}: \$\(STAMP\)\n\t(.+)$", makefile, re.M)
+    module = "tools." + target.replace("-", "_")
+    assert recipe and recipe.group(1) == f"$(BIN)/python -m {module}"
+    assert target not in re.search(r"^test:(.*)$", makefile, re.M).group(1).split()
     phony = re.search(r"^\.PHONY:((?:.*\\\n)*.*)$", makefile, re.M).group(1)
-    assert "bench" in phony.split()
+    assert target in phony.split()
 
 
 def test_the_stored_results_are_a_full_run():

@@ -3,6 +3,7 @@ masks, each against the plain computation it replaces."""
 
 import math
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -289,14 +290,6 @@ def test_tiles_above_the_diagonal_are_skipped(T_q, T_k, block_size, is_causal):
     torch.testing.assert_close(
         output, F.scaled_dot_product_attention(query, key, value, is_causal=is_causal)
     )
-
-
-def test_a_square_causal_run_computes_a_triangle_of_tiles():
-    """8 blocks a side: 36 of the 64 tiles, the diagonal included."""
-    q, k, v = (torch.randn(1, 32, 4) for _ in range(3))
-    _, tiles = tiled_attention(q, k, v, block_size=4, is_causal=True, return_tiles=True)
-    assert tiles.sum() == 8 * 9 // 2
-    assert torch.equal(tiles, torch.ones(8, 8, dtype=torch.bool).tril())
 
 
 # The kernels that multiply matrices (torch.matmul runs one of these).
@@ -666,56 +659,6 @@ ERRORS = {
         TypeError,
         ["block_size must be an int, got float 32.0"],
     ),
-    "tiled query not a tensor (same mistake)": (
-        lambda: tiled(query=[[1.0, 2.0]]),
-        TypeError,
-        ["query must be a torch.Tensor, got list", "torch.tensor(query)"],
-    ),
-    "tiled 1-D key (same mistake)": (
-        lambda: tiled(key=torch.ones(4)),
-        ValueError,
-        ["key must have at least 2 dimensions", "got shape (4,)"],
-    ),
-    "tiled widths differ (same mistake)": (
-        lambda: tiled(key=torch.ones(2, 6, 5)),
-        ValueError,
-        ["query (2, 6, 4) with d_k=4 and key (2, 6, 5) with d_k=5"],
-    ),
-    "tiled key and value lengths differ (same mistake)": (
-        lambda: tiled(value=torch.ones(2, 5, 3)),
-        ValueError,
-        ["key (2, 6, 4) with T_k=6 and value (2, 5, 3) with T_k=5"],
-    ),
-    "tiled integer value (same mistake)": (
-        lambda: tiled(value=torch.ones(2, 6, 3, dtype=torch.int64)),
-        TypeError,
-        ["value must be floating point, got dtype torch.int64"],
-    ),
-    "tiled negative scale (same mistake)": (
-        lambda: tiled(scale=-1.0),
-        ValueError,
-        ["scale must be a positive finite number, got scale=-1.0", "scale=None"],
-    ),
-    "tiled batch dimensions do not broadcast (same mistake)": (
-        lambda: tiled(key=torch.ones(3, 6, 4), value=torch.ones(3, 6, 3)),
-        ValueError,
-        ["got query (2,), key (3,) and value (3,)"],
-    ),
-    "tiled mask with is_causal (same mistake)": (
-        lambda: tiled(attn_mask=torch.ones(6, 6, dtype=torch.bool), is_causal=True),
-        ValueError,
-        ["got both attn_mask and is_causal=True", "causal_mask(T_q, T_k)"],
-    ),
-    "tiled padding mask not reshaped (same mistake)": (
-        lambda: tiled(attn_mask=torch.ones(2, 6, dtype=torch.bool)),
-        ValueError,
-        ["attn_mask of shape (2, 6) does not broadcast", "(B, 1, T_k)"],
-    ),
-    "tiled integer mask (same mistake)": (
-        lambda: tiled(attn_mask=torch.ones(6, 6, dtype=torch.int64)),
-        TypeError,
-        ["attn_mask must be bool", "attn_mask.bool()"],
-    ),
     "sliding window 0": (
         lambda: sliding_window_mask(5, 0),
         ValueError,
@@ -737,6 +680,38 @@ ERRORS = {
 @pytest.mark.parametrize("call, error, fragments", ERRORS.values(), ids=list(ERRORS))
 def test_error_names_the_values_and_the_fix(call, error, fragments, raises_teaching):
     raises_teaching(call, error, fragments)
+
+
+# Tiled attention checks its inputs with the checks of scaled_dot_product_attention:
+# the same mistake gets the same error, word for word.
+SAME_MISTAKES = {
+    "query not a tensor": {"query": [[1.0, 2.0]]},
+    "1-D key": {"key": torch.ones(4)},
+    "widths differ": {"key": torch.ones(2, 6, 5)},
+    "key and value lengths differ": {"value": torch.ones(2, 5, 3)},
+    "integer value": {"value": torch.ones(2, 6, 3, dtype=torch.int64)},
+    "negative scale": {"scale": -1.0},
+    "batch does not broadcast": {
+        "key": torch.ones(3, 6, 4),
+        "value": torch.ones(3, 6, 3),
+    },
+    "mask with is_causal": {
+        "attn_mask": torch.ones(6, 6, dtype=torch.bool),
+        "is_causal": True,
+    },
+    "padding mask not reshaped": {"attn_mask": torch.ones(2, 6, dtype=torch.bool)},
+    "integer mask": {"attn_mask": torch.ones(6, 6, dtype=torch.int64)},
+}
+
+
+@pytest.mark.parametrize("bad", SAME_MISTAKES.values(), ids=list(SAME_MISTAKES))
+def test_tiled_attention_reports_a_mistake_as_attention_does(bad):
+    query, key, value = qkv()
+    inputs = {"query": query, "key": key, "value": value, **bad}
+    with pytest.raises((TypeError, ValueError)) as expected:
+        scaled_dot_product_attention(**inputs)
+    with pytest.raises(expected.type, match=re.escape(str(expected.value))):
+        tiled_attention(**inputs)
 
 
 def test_the_stored_benchmark_comes_with_the_package():

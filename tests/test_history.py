@@ -178,16 +178,6 @@ def test_the_loader_tells_a_missing_run_clearly():
             stored_step_times("cuda")
 
 
-def test_the_makefile_runs_the_benchmark_outside_make_test():
-    makefile = (bench_history.bench.DATA.parent.parent / "Makefile").read_text()
-    assert re.search(r"^#\s+make bench-history\s+\S", makefile, re.M)
-    recipe = re.search(r"^bench-history: \$\(STAMP\)\n\t(.+)$", makefile, re.M)
-    assert recipe and recipe.group(1) == "$(BIN)/python -m tools.bench_history"
-    assert "bench-history" not in re.search(r"^test:(.*)$", makefile, re.M).group(1)
-    phony = re.search(r"^\.PHONY:((?:.*\\\n)*.*)$", makefile, re.M).group(1)
-    assert "bench-history" in phony.split()
-
-
 # --- Chapter 10's experiment on sentence length -------------------------------------
 
 

@@ -3,8 +3,7 @@
 nbval (``make nbval``) re-runs every notebook and compares its outputs with the stored
 ones. These tests check what nbval cannot: that the stored outputs come from one run
 top to bottom with no code cell left without output, and that ``_toc.yml`` and
-``chapters/`` list the same pages. The second half shows that each check fails on a
-damaged copy, so none of them can pass vacuously.
+``chapters/`` list the same pages; each check is shown to fail on a damaged copy.
 """
 
 from __future__ import annotations
@@ -40,12 +39,6 @@ from tools.workshop import LEARNER_PACKAGES, learner_requirements
 
 NOTEBOOKS = chapter_notebooks()
 FIRST_CHAPTER = "01_toy_attention.ipynb"
-# The nbval self-test runs this many code cells from the top of Chapter 1.
-NBVAL_CELLS = 3
-
-
-def test_there_are_notebooks():
-    assert NOTEBOOKS, "no notebooks found under chapters/"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[path.name for path in NOTEBOOKS])
@@ -55,6 +48,7 @@ def test_stored_outputs_come_from_one_full_run(path):
 
 
 def test_toc_and_chapters_agree():
+    assert NOTEBOOKS, "no notebooks found under chapters/"
     problems = toc_problems()
     assert not problems, "\n".join(problems)
 
@@ -153,7 +147,7 @@ def test_plain_markdown_turns_an_exercise_into_a_quote():
     assert text == "> **Exercise 2: Double it**\n>\n> Do $x$."
 
 
-# --- the checks above, and nbval, fail on damaged copies --------------------------
+# --- the checks above fail on damaged copies ----------------------------------------
 
 
 def _code_cells(notebook):
@@ -199,56 +193,6 @@ def test_a_toc_entry_with_no_page_is_caught(book_tree):
     (book_tree / "chapters" / "intro.md").unlink()
     problems = toc_problems(book_tree)
     assert len(problems) == 1 and "'chapters/intro'" in problems[0], problems
-
-
-class _CellOutcomes:
-    """A pytest plugin that records how each cell of an nbval run ended."""
-
-    def __init__(self):
-        self.outcomes: dict[str, str] = {}
-
-    def pytest_runtest_logreport(self, report):
-        if report.when == "call" or report.outcome != "passed":
-            self.outcomes[report.nodeid.rpartition("::")[2]] = report.outcome
-
-
-def test_a_changed_printed_number_fails_nbval(chapter_copy):
-    """nbval over Chapter 1's first code cells: the intact ones pass, the one whose
-    stored output has one digit changed fails."""
-    copy, notebook = chapter_copy(FIRST_CHAPTER)
-    notebook.cells = _code_cells(notebook)[:NBVAL_CELLS]
-    last = notebook.cells[-1]
-    assert "nbval-ignore-output" not in last.metadata.get("tags", [])
-    output = next((out for out in last.outputs if out.output_type == "stream"), None)
-    assert output is not None and any(ch.isdigit() for ch in output.text), (
-        f"code cell {NBVAL_CELLS} of {FIRST_CHAPTER} should print a number for "
-        f"this test to change; it shows {last.outputs}"
-    )
-    digit = next(ch for ch in output.text if ch.isdigit())
-    output.text = output.text.replace(digit, str((int(digit) + 1) % 10), 1)
-    nbformat.write(notebook, copy)
-    # nbval runs in this process (its kernel is a process of its own), as
-    # `make nbval` runs it, on the copy alone.
-    cells = _CellOutcomes()
-    exit_code = pytest.main(
-        [
-            "--nbval",
-            "--nbval-current-env",
-            "--nbval-sanitize-with",
-            str(ROOT / "tests" / "sanitize.cfg"),
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "--rootdir",
-            str(copy.parent),
-            str(copy),
-        ],
-        plugins=[cells],
-    )
-    expected = {f"Cell {i}": "passed" for i in range(NBVAL_CELLS)}
-    expected[f"Cell {NBVAL_CELLS - 1}"] = "failed"
-    assert cells.outcomes == expected
-    assert exit_code == pytest.ExitCode.TESTS_FAILED
 
 
 def test_solutions_notebook_holds_every_solution_and_no_learner_cell():
