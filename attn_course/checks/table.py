@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -102,8 +103,10 @@ class Exercise:
         ``describe``) or cases, or is a function that builds them."""
         items = self.cases() if callable(self.cases) else self.cases
         return tuple(
-            item if isinstance(item, Case) else Case(self.describe(*item), item)
-            for item in items
+            item
+            if isinstance(item, Case)
+            else Case(self.describe(*item) if self.describe else f"case {n}", item)
+            for n, item in enumerate(items, 1)
         )
 
     def equal(self, a, b):
@@ -162,13 +165,15 @@ class Exercise:
         rule = self.rule.format(**self._facts(cases[0].args))
         passed(self.check, f"{self.name} is right on {len(cases)} cases: {rule}.")
 
-    def judge_value(self, answer, *args):
+    def judge_value(self, answer, *args, success=None):
         """The check of an exercise whose answer is a value (``value=True``): the
-        output asked for, for the inputs ``args``; print the ✅ line when right."""
+        output asked for, for the inputs ``args``; print the ✅ line (``success``,
+        by default the rule) when right."""
         description = self.describe(*args) if self.describe else "these inputs"
         with seeded(0):
             self.verdict(answer, args, description)
-        passed(self.check, f"right: {self.rule.format(**self._facts(args))}.")
+        rule = self.rule.format(**self._facts(args))
+        passed(self.check, success or f"right: {rule}.")
 
     def doc(self):
         """The check's docstring: what it tries, and the slips it names."""
@@ -194,12 +199,18 @@ class Exercise:
         return exercise_check(name)(check)
 
 
+RAISED = object()
+"""What a slip's code gives where it raises: equal to no answer."""
+
+
 def _gives(fn, args):
-    """What a slip's code gives on ``args``, or None where it raises."""
+    """What a slip's code gives on ``args`` (its warnings silenced), or RAISED."""
     try:
-        return fn(*args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return fn(*args)
     except Exception:  # a slip that cannot run on this case matches nothing
-        return None
+        return RAISED
 
 
 def _same(a, b, tolerance=0.0):
