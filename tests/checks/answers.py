@@ -82,17 +82,15 @@ def context_of(x, i, temperature=1.0):
 # --- Chapter 2 ----------------------------------------------------------------------
 
 
-def projected(x, W_q, W_k, W_v, i, *, scale=None, mix=None):
+def projected(x, W_q, W_k, W_v, i, *, scale=None):
     q, keys, values = x[i] @ W_q, x @ W_k, x @ W_v
     scale = keys.shape[-1] ** -0.5 if scale is None else scale
-    weights = torch.softmax(keys @ q * scale, dim=0)  # (T,)
-    return weights @ (values if mix is None else mix)
+    return torch.softmax(keys @ q * scale, dim=0) @ values
 
 
 def journey_weights():
     gen = torch.Generator().manual_seed(1)
-    x = your_journey().embeddings
-    return x, *(torch.rand(3, 2, generator=gen) for _ in range(3))
+    return your_journey().embeddings, *(torch.rand(3, 2, generator=gen) for _ in "qkv")
 
 
 def v1_from_v2(sa_v2):
@@ -100,14 +98,6 @@ def v1_from_v2(sa_v2):
     with torch.no_grad():
         for role in ("W_query", "W_key", "W_value"):
             getattr(sa_v1, role).copy_(getattr(sa_v2, role).weight.T)
-    return sa_v1
-
-
-def untransposed(sa_v2):
-    sa_v1 = SelfAttentionV1(sa_v2.d_in, sa_v2.d_out)
-    for role in ("W_query", "W_key", "W_value"):
-        weight = getattr(sa_v2, role).weight.detach().clone()
-        setattr(sa_v1, role, torch.nn.Parameter(weight))
     return sa_v1
 
 
@@ -455,7 +445,7 @@ EXAMPLES = [
     Example(
         "check_v1_from_v2",
         lambda: checks.check_v1_from_v2(draws(v1_from_v2)),
-        lambda: checks.check_v1_from_v2(draws(untransposed)),
+        lambda: checks.check_v1_from_v2(draws(lambda sa_v2: sa_v2)),
     ),
     Example(
         "check_score_variance",
