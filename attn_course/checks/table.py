@@ -88,9 +88,8 @@ class Exercise:
 
     @property
     def parameters(self):
-        return [
-            p.strip() for p in self.function.split("(", 1)[1].rstrip(")").split(",")
-        ]
+        inside = self.function.split("(", 1)[1].rstrip(")")
+        return [p.split("=")[0].strip() for p in inside.split(",")]
 
     def define(self, body):
         """The function whose body is ``body`` (the code of an answer)."""
