@@ -118,21 +118,17 @@ def additive(T):
     return torch.zeros(T, T).masked_fill(~lower(T), float("-inf"))
 
 
-def attend(q, k, v, *, mask="causal", scale=None, renormalise=True):
+def attend(q, k, v, *, mask="causal", fill=-torch.inf):
+    """Causal attention, blocking with ``fill``; ``mask=None`` forgets the mask,
+    ``"after"`` masks the weights after the softmax and renormalises them."""
     T = q.shape[-2]
-    scale = k.shape[-1] ** -0.5 if scale is None else scale
-    scores = q @ k.transpose(-2, -1) * scale  # (..., T, T)
+    scores = q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5  # (..., T, T)
     if mask == "causal":
-        scores = scores.masked_fill(~lower(T), -torch.inf)
-    elif mask == "inverted":
-        scores = scores.masked_fill(lower(T), -torch.inf)
-    elif mask == "nan":
-        scores = scores + torch.triu(torch.ones(T, T), diagonal=1) * float("-inf")
+        scores = scores.masked_fill(~lower(T), fill)
     weights = torch.softmax(scores, dim=-1)
     if mask == "after":
         weights = weights * lower(T)
-        if renormalise:
-            weights = weights / weights.sum(dim=-1, keepdim=True)
+        weights = weights / weights.sum(dim=-1, keepdim=True)
     return weights, weights @ v
 
 
