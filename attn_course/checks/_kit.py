@@ -169,7 +169,7 @@ it without calling it: check_softmax(softmax), not check_softmax(softmax(...))
     )
 
 
-def _fresh(value):
+def fresh(value):
     """A copy of a tensor or generator for one call; anything else as it is."""
     if isinstance(value, torch.Tensor):
         return value.detach().clone()
@@ -280,7 +280,7 @@ def call(
     changed in place is an ``AssertionError`` ending with ``fix``. ``names`` are
     the arguments' names, for the message.
     """
-    args = tuple(_fresh(value) for value in case.args)
+    args = tuple(fresh(value) for value in case.args)
     saved = [_weights_of(value) for value in case.args]
     try:
         result = fn(*args)

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from ._common import expect_shape, expect_tensor, first_difference, fmt_index
-from ._kit import Case, call, exercise_check, passed, require_callable, seeded
+from ._kit import Case, call, exercise_check, fresh, passed, require_callable, seeded
 
 NAMESPACE = {"torch": torch, "F": F, "math": math}
 """What the code of an answer may use without importing it, as in a chapter."""
@@ -119,7 +119,7 @@ class Exercise:
         """Raise ``AssertionError`` unless ``got`` is the right output for ``args``:
         naming the slip it matches, the slips it cannot tell apart, or else what
         differs."""
-        expected = self.define(self.right)(*args)
+        expected = _gives(self.define(self.right), args)
         if self.equal(got, expected):
             return
         facts = self._facts(args)
@@ -203,11 +203,12 @@ RAISED = object()
 
 
 def _gives(fn, args):
-    """What a slip's code gives on ``args`` (its warnings silenced), or RAISED."""
+    """What a body gives on fresh copies of ``args`` (its warnings silenced), or
+    RAISED."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return fn(*args)
+            return fn(*(fresh(value) for value in args))
     except Exception:  # a slip that cannot run on this case matches nothing
         return RAISED
 
