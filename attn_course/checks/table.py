@@ -115,10 +115,11 @@ class Exercise:
     def _facts(self, args):
         return {**dict(zip(self.parameters, args, strict=True)), **self.facts(*args)}
 
-    def verdict(self, got, args, description):
+    def verdict(self, got, args, description, seen=()):
         """Raise ``AssertionError`` unless ``got`` is the right output for ``args``:
         naming the slip it matches, the slips it cannot tell apart, or else what
-        differs."""
+        differs. A slip that would have differed from the answer on a case already
+        ``seen`` (pairs of arguments and the answer's right output) is not it."""
         expected = _gives(self.define(self.right), args)
         if self.equal(got, expected):
             return
@@ -129,8 +130,9 @@ class Exercise:
             dict.fromkeys(
                 slip.says.format(**facts)
                 for slip in self.slips
-                for body in slip.bodies
-                if self.equal(got, _gives(self.define(body), args))
+                for code in map(self.define, slip.bodies)
+                if self.equal(got, _gives(code, args))
+                and all(self.equal(out, _gives(code, old)) for old, out in seen)
             )
         )
         if len(hits) == 1:
@@ -148,7 +150,7 @@ class Exercise:
         """Raise ``AssertionError`` naming the slip unless ``fn`` is right on
         every case; print the ✅ line when it is."""
         require_callable(fn, self.check, self.name)
-        cases = self.all_cases()
+        cases, seen = self.all_cases(), []
         with seeded(0):
             for case in cases:
                 got = call(
@@ -160,7 +162,8 @@ class Exercise:
                     names=self.parameters,
                     **({"explain": self.explain} if self.explain else {}),
                 )
-                self.verdict(got, case.args, case.description)
+                self.verdict(got, case.args, case.description, seen)
+                seen.append((case.args, got))
         rule = self.rule.format(**self._facts(cases[0].args))
         passed(self.check, f"{self.name} is right on {len(cases)} cases: {rule}.")
 
