@@ -12,15 +12,11 @@ journey sentence, the comparison of two attention results, and of two masks.
 
 from __future__ import annotations
 
-import math
-import operator
-
 import torch
 
 from .._validate import kind_of
 from ..data import your_journey
-from ..functional import scaled_dot_product_attention
-from ._kit import Slip, first_slip, matches, run_cases, seeded
+from ._kit import seeded
 
 _SHOW = 8  # at most this many numbers are written out in a message
 
@@ -31,43 +27,6 @@ _SHOW = 8  # at most this many numbers are written out in a message
 def fmt_number(value):
     """Format one number with 4 decimals (``nan``, ``inf`` and ``-inf`` as such)."""
     return f"{float(value):.4f}"
-
-
-def as_count(got, check, where, what="the count", *, keep_floats=False):
-    """The learner's count as an int, or an AssertionError that says why it is not
-    a whole number.
-
-    A one-number tensor counts as its number and a float with nothing after the
-    point as an int. With ``keep_floats`` any other finite float is returned as it
-    is, so that the caller can compare it and name the slip (``6.5`` from a
-    forgotten rounding); without, it is an error. ``what`` names the count in the
-    message.
-    """
-    if isinstance(got, torch.Tensor) and got.numel() == 1:
-        got = got.item()
-    if got is None:
-        raise AssertionError(
-            f"{check}: for {where}, your function returned None; did it compute "
-            f"{what} and forget to `return` it?"
-        )
-    if not isinstance(got, (bool, str)):
-        try:
-            return operator.index(got)  # ints, numpy integers
-        except TypeError:
-            pass
-        try:
-            value = float(got)
-        except (TypeError, ValueError):
-            value = None
-        if value is not None and math.isfinite(value):
-            if keep_floats:
-                return value
-            if value.is_integer():
-                return int(value)
-    raise AssertionError(
-        f"{check}: for {where}, your function returned {got!r} ({kind_of(got)}); "
-        f"return {what}, a whole number (an int)."
-    )
 
 
 def fmt_values(tensor):
@@ -183,17 +142,15 @@ _TRANSPOSED = (
 )
 
 
-def expect_close(answer, expected, name, where="", *, atol, rtol, hint="", slips=()):
+def expect_close(answer, expected, name, where="", *, atol, rtol, hint=""):
     """Raise unless the values match; report the largest difference and where.
 
     The message shows the learner's values and says which entry is furthest off,
     by how much and in which direction; it never writes out the expected values,
     which would hand over the answer to a numeric exercise.
 
-    When they do not match, the message ends with ``hint`` and with the first of
-    ``slips`` (see :class:`attn_course.checks._kit.Slip`) that the answer matches,
-    with the same tolerances; a square matrix that is the transpose of the
-    expected one is a slip of every check.
+    When they do not match, the message ends with ``hint``, and says so where a
+    square answer is the transpose of the expected one.
     """
     received = answer.detach().to("cpu", torch.float64)
     target = expected.detach().to("cpu", torch.float64)
@@ -201,8 +158,10 @@ def expect_close(answer, expected, name, where="", *, atol, rtol, hint="", slips
     if bool(close.all()):
         return
     square = received.dim() == 2 and received.shape[0] == received.shape[1] > 1
-    slips = [*slips, Slip(target.T if square else None, _TRANSPOSED)]
-    why = first_slip(received, slips, atol=atol, rtol=rtol)
+    transposed = square and bool(
+        torch.isclose(received, target.T, rtol=rtol, atol=atol).all()
+    )
+    why = _TRANSPOSED if transposed else ""
     difference = (received - target).abs()
     difference = torch.where(close, 0.0, difference)  # only the failing entries
     difference = torch.nan_to_num(difference, nan=float("inf"))
@@ -264,20 +223,6 @@ def expect_weights(weights, name, where=""):
     )
 
 
-def expect_pair(result, check, where, names="(weights, context)"):
-    """Return ``result`` if it is a pair; otherwise say what it is."""
-    if isinstance(result, (tuple, list)) and len(result) == 2:
-        return result
-    if isinstance(result, torch.Tensor):
-        got = f"a tensor of shape {fmt_shape(result)}"
-    else:
-        got = f"a {type(result).__name__}"
-    raise AssertionError(
-        f"{check}: your function should return a pair {names}{where}, but it "
-        f"returned {got}; end it with `return {names[1:-1]}`."
-    )
-
-
 def expect_dict(answer, check, example):
     """Raise unless the learner's predictions come as a dict."""
     if not isinstance(answer, dict):
@@ -332,35 +277,12 @@ def shape_mismatch(predicted, right, letters=()):
 
 # --- references shared by the chapters ----------------------------------------------
 
-QKV = ("queries", "keys", "values")  # the argument names of attention functions
 
 INVERTED = (
     "your mask is inverted: True must mean may attend (the convention of "
     "scaled_dot_product_attention and attn_course); you built the convention of "
     "nn.MultiheadAttention, where True means blocked. Invert it with ~mask"
 )
-
-
-def scaled_reference(queries, keys, values, *, scale=None, mask=None):
-    """(output, weights) of attention written out, with any scale and bool mask.
-
-    ``mask`` is a bool mask, True = may attend; a row with no allowed key gives NaN
-    weights, as a plain softmax does (used to recognise mistakes).
-
-    Shapes
-    ------
-    Letters: see attn_course.shapes.
-    queries, keys, values : (..., T_q, d_k), (..., T_k, d_k), (..., T_k, d_v)
-    mask : (T_q, T_k)
-    output, weights : (..., T_q, d_v), (..., T_q, T_k)
-    """
-    if scale is None:
-        scale = keys.shape[-1] ** -0.5
-    scores = (queries @ keys.transpose(-2, -1)) * scale  # (..., T_q, T_k)
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    weights = torch.softmax(scores, dim=-1)
-    return weights @ values, weights  # (..., T_q, d_v), (..., T_q, T_k)
 
 
 def journey_projections(build, seed):
@@ -378,118 +300,3 @@ def journey_projections(build, seed):
     x = your_journey().embeddings  # (T, d_in)
     with torch.no_grad():
         return module.W_query(x), module.W_key(x), module.W_value(x)
-
-
-def run_attention_cases(
-    check, fn, cases, *, reference, slips, fatal=None, context_hint, **how
-):
-    """Run the learner's attention function ``fn`` on ``cases`` (see
-    :func:`attn_course.checks._kit.run_cases`, which gets ``how``) and compare each
-    result with the ``(weights, context)`` of
-    ``scaled_dot_product_attention(queries, keys, values, **reference)``, as
-    :func:`verify_attention` does.
-
-    A case's arguments are the queries, keys and values, or one input that is all
-    three.
-
-    Shapes
-    ------
-    Letters: see attn_course.shapes.
-    weights : (..., T_q, T_k)
-    context : (..., T_q, d_v)
-    """
-    verify = verify_attention(
-        check, reference=reference, slips=slips, fatal=fatal, context_hint=context_hint
-    )
-    run_cases(check, fn, cases, verify, **how)
-
-
-def expect_order(result, expected_weights, expected_context, check, where):
-    """Raise when a pair ``result`` holds ``(context, weights)``, the wrong order.
-
-    The pair is in the wrong order when its first tensor has the shape of the
-    context and its second that of the weights, and, where the two shapes are the
-    same, their values are those of the context and the weights.
-
-    Shapes
-    ------
-    Letters: see attn_course.shapes.
-    expected_weights : (..., T_q, T_k)
-    expected_context : (..., T_q, d_v)
-    """
-    first, second = result
-    if not (isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor)):
-        return
-    weights_shape, context_shape = expected_weights.shape, expected_context.shape
-    if first.shape != context_shape or second.shape != weights_shape:
-        return
-    if weights_shape == context_shape and not (
-        matches(first, expected_context) and matches(second, expected_weights)
-    ):
-        return
-    raise AssertionError(
-        f"{check}: your function returned the pair in the wrong order{where}: the "
-        f"first tensor holds the context vectors {tuple(context_shape)} and the "
-        f"second the weights {tuple(weights_shape)}. Return the weights first: "
-        "`return weights, context`."
-    )
-
-
-def verify_attention(check, *, reference, slips, fatal=None, context_hint):
-    """The ``verify(case, result)`` of an attention function that returns
-    ``(weights, context)``, for :func:`attn_course.checks._kit.run_cases`.
-
-    The result is compared with
-    ``scaled_dot_product_attention(queries, keys, values, **reference)``; a pair in
-    the wrong order is named first (:func:`expect_order`), then the weights are
-    compared with the slips ``fatal(case, weights)`` lists, checked to be valid
-    weights and compared with the expected ones, where ``slips(case)`` explain a
-    difference; the context comes last, with ``context_hint``.
-
-    Shapes
-    ------
-    Letters: see attn_course.shapes.
-    weights : (..., T_q, T_k)
-    context : (..., T_q, d_v)
-    """
-
-    def verify(case, result):
-        where = case.where
-        queries, keys, values = case.args * (3 // len(case.args))
-        expected_context, expected_weights = scaled_dot_product_attention(
-            queries, keys, values, return_weights=True, **reference
-        )
-        pair = expect_pair(result, check, where)
-        expect_order(pair, expected_weights, expected_context, check, where)
-        weights, context = pair
-        name = f"{check}: your weights"
-        weights = expect_tensor(weights, name, where)
-        expect_shape(weights, expected_weights, name, where)
-        why = first_slip(weights, fatal(case, weights)) if fatal else None
-        if why:
-            raise AssertionError(f"{name}{where}: {why}")
-        expect_weights(weights, name, where)
-        tolerance = {"atol": 1e-4, "rtol": 1e-4}
-        expect_close(
-            weights, expected_weights, name, where, **tolerance, slips=slips(case)
-        )
-        name = f"{check}: your context vectors"
-        context = expect_tensor(context, name, where)
-        expect_shape(context, expected_context, name, where)
-        expect_finite(context, name, where)
-        hint = f"\n{context_hint}"
-        expect_close(context, expected_context, name, where, **tolerance, hint=hint)
-
-    return verify
-
-
-def expect_mask(mask, right, slips, name, *, otherwise, shown):
-    """Raise unless ``mask`` is ``right`` (a mask, or a predicate on the mask).
-
-    The message names the first of ``slips`` the mask matches exactly, or else
-    ``otherwise()`` (the first wrong entry), and ends with ``shown``.
-    """
-    if matches(mask, right, atol=0, rtol=0):
-        return
-    why = first_slip(mask, slips, atol=0, rtol=0) or otherwise()
-    raise AssertionError(f"{name}: {why}.\n{shown}")

@@ -1,21 +1,12 @@
-"""How every self-check runs: seeded randomness, known slips, and the cases of an
-exercise.
+"""How every self-check runs, whatever its table (:mod:`.table`) holds.
 
-A check is three things: a table of inputs (:class:`Case`), a table of known
-mistakes (:class:`Slip`) and its one specific assertion. This module holds what
-they share:
-
-- :func:`seeded` runs code with torch's global random generator seeded, and hands
-  the learner's generator back exactly as it was: a check never changes what a
-  notebook draws next, and its verdict never depends on the notebook's seed;
-- :func:`first_slip` names the first known mistake in a table that an answer
-  matches (:func:`matches` says what "matches" means, once);
-- :func:`run_cases` calls the learner's function on each case (through
-  :func:`call`: on fresh copies of the inputs, with its errors explained and
-  in-place changes caught) and prints the ✅ line when every case passes;
-- :func:`exercise_check` marks a check's answer parameters: while one of them
-  still holds the answer cell's placeholder (``...``, or a function whose body
-  is only ``...``), the check says "not answered yet" instead of failing.
+- :func:`seeded` runs a check with torch's global generator seeded and hands the
+  learner's generator back as it was: a check never changes what a notebook draws
+  next, and its verdict never depends on the notebook's seed;
+- :func:`call` runs the learner's function on fresh copies of a case's inputs,
+  explains its errors and catches changes made in place;
+- :func:`exercise_check` says "not answered yet" while an answer is still the
+  answer cell's placeholder (``...``, or a function whose body is only ``...``).
 """
 
 from __future__ import annotations
@@ -59,70 +50,6 @@ def seeded(seed):
         torch.random.set_rng_state(cpu_state)
         if cuda_states is not None:
             torch.cuda.set_rng_state_all(cuda_states)
-
-
-# --- known slips ------------------------------------------------------------------
-
-
-class Slip(NamedTuple):
-    """A known mistake: what it produces, and the sentence that explains it.
-
-    ``gives`` is the value the mistake produces (a tensor, a number or a shape
-    tuple), a predicate ``gives(answer) -> bool``, or ``None`` when the mistake
-    cannot happen for this case (the slip is then skipped).
-    """
-
-    gives: object
-    why: str
-
-
-def _as_float64(value):
-    """``value`` as a float64 CPU tensor, or None when it is not numeric."""
-    if isinstance(value, torch.Tensor):
-        return value.detach().to("cpu", torch.float64)
-    try:
-        return torch.as_tensor(value, dtype=torch.float64)
-    except (TypeError, ValueError, RuntimeError):
-        return None
-
-
-def matches(answer, gives, *, atol=1e-4, rtol=1e-4):
-    """Whether ``answer`` is what ``gives`` produces.
-
-    A predicate is called on the answer; anything else matches when it has the
-    same shape as the answer and every value is within ``atol + rtol * |gives|``
-    (infinities of the same sign match, NaN matches nothing).
-
-    >>> matches(torch.tensor([1.0, 2.0]), [1.0, 2.00001])
-    True
-    >>> matches(torch.tensor([1.0, 2.0]), torch.tensor([[1.0, 2.0]]))
-    False
-    >>> matches(5, lambda answer: answer > 3)
-    True
-    """
-    if callable(gives):
-        return bool(gives(answer))
-    a, g = _as_float64(answer), _as_float64(gives)
-    if a is None or g is None or a.shape != g.shape:
-        return False
-    return bool(torch.allclose(a, g, atol=atol, rtol=rtol))
-
-
-def first_slip(answer, slips, *, atol=1e-4, rtol=1e-4):
-    """The explanation of the first slip, in table order, that ``answer`` matches.
-
-    Returns ``None`` when the answer matches none of them.
-
-    >>> table = [Slip(None, "skipped"), Slip(2.0, "doubled"), Slip(2.0, "twice")]
-    >>> first_slip(torch.tensor(2.0), table)
-    'doubled'
-    >>> first_slip(torch.tensor(3.0), table) is None
-    True
-    """
-    for slip in slips:
-        if slip.gives is not None and matches(answer, slip.gives, atol=atol, rtol=rtol):
-            return slip.why
-    return None
 
 
 # --- the cases of an exercise -----------------------------------------------------
@@ -308,43 +235,6 @@ def call(
 def passed(check, text):
     """Print the one line a check prints when the answer is right."""
     print(f"✅ {check}: {text}")
-
-
-def run_cases(
-    check,
-    fn,
-    cases,
-    verify,
-    *,
-    example,
-    success,
-    who="your function",
-    fix="compute new tensors instead of modifying the inputs.",
-    names=None,
-):
-    """Call the learner's ``fn`` on every case and ``verify(case, result)`` it.
-
-    Everything runs under ``seeded(0)``, so the verdict does not depend on the
-    notebook's seed and the notebook's random numbers are left alone. ``verify``
-    raises ``AssertionError`` on a wrong result. When every case passes, the ✅
-    line ``success`` (a string, or a function returning one) is printed.
-
-    >>> cases = [Case("a vector", (torch.tensor([1.0, -2.0]),))]
-    >>> def verify(case, result):
-    ...     assert torch.equal(result, case.args[0].abs())
-    >>> run_cases("check_abs", torch.abs, cases, verify, example="abs", success="ok")
-    ✅ check_abs: ok
-    >>> run_cases("check_abs", torch.Tensor.abs_, cases, verify, example="abs",
-    ...           success="ok")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    AssertionError: check_abs: your function changed its input on a vector in ...
-    """
-    require_callable(fn, check, example)
-    with seeded(0):
-        for case in cases:
-            verify(case, call(fn, check, case, who=who, fix=fix, names=names))
-    passed(check, success() if callable(success) else success)
 
 
 # --- an exercise not answered yet ----------------------------------------------------

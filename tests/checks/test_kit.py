@@ -1,5 +1,5 @@
-"""The kit every self-check is built on (seeded randomness, first known slip, running
-the cases), and its promise for every check: a check leaves the notebook's random
+"""The kit every self-check is built on (seeded randomness, calling the learner's
+function), and its promise for every check: a check leaves the notebook's random
 numbers alone, and its verdict does not depend on them."""
 
 import contextlib
@@ -15,12 +15,8 @@ from attn_course import checks
 from attn_course.checks._kit import (
     NOT_ANSWERED,
     Case,
-    Slip,
     call,
-    first_slip,
-    matches,
     require_callable,
-    run_cases,
     seeded,
 )
 
@@ -49,65 +45,17 @@ def test_seeded_restores_the_state_when_the_body_raises():
     assert torch.equal(torch.random.get_rng_state(), state)
 
 
-# --- first_slip ----------------------------------------------------------------------
+# --- call --------------------------------------------------------------------------
 
 
-def test_first_slip_returns_the_first_match_in_table_order():
-    answer = torch.tensor([2.0, 4.0])
-    table = [
-        Slip(None, "cannot happen here"),
-        Slip(torch.tensor([1.0, 2.0]), "halved"),
-        Slip(lambda a: bool((a > 1).all()), "all above 1"),
-        Slip(torch.tensor([2.0, 4.0]), "the same values"),
-    ]
-    assert first_slip(answer, table) == "all above 1"
-    assert first_slip(answer, table[3:] + table[:3]) == "the same values"
-    assert first_slip(torch.tensor([0.0, 0.0]), table) is None
-
-
-def test_matches_needs_the_same_shape_and_close_values():
-    assert matches(torch.tensor([1.0, 2.0]), (1.0, 2.00001))
-    assert not matches(torch.tensor([1.0, 2.0]), torch.tensor([[1.0, 2.0]]))
-    assert not matches(torch.tensor([1.0, 2.1]), [1.0, 2.0])
-    assert matches(torch.tensor([1.0, 2.1]), [1.0, 2.0], atol=0.2)
-    assert matches(torch.ones(2, dtype=torch.bool), torch.tensor([True, True]))
-    assert not matches(torch.tensor([float("nan")]), torch.tensor([float("nan")]))
-    assert not matches("text", 1.0)
-
-
-# --- run_cases and call --------------------------------------------------------------
-
-
-CASES = [Case("a vector", (torch.tensor([1.0, -2.0]),))]
-
-
-def verify_abs(case, result):
-    assert torch.equal(result, case.args[0].abs()), "not the absolute value"
-
-
-def test_run_cases_prints_one_line_when_every_case_passes(capsys):
-    run_cases("check_abs", torch.abs, CASES, verify_abs, example="abs", success="ok")
-    assert capsys.readouterr().out == "✅ check_abs: ok\n"
-
-
-def test_run_cases_reports_a_change_of_the_input_in_place(capsys):
+def test_call_reports_a_change_of_the_input_in_place():
+    case = Case("a vector", (torch.tensor([1.0, -2.0]),))
     with pytest.raises(AssertionError) as info:
-        run_cases(
-            "check_abs",
-            torch.Tensor.abs_,
-            CASES,
-            verify_abs,
-            example="abs",
-            names=("x",),
-            fix="use torch.abs(x).",
-            success="ok",
-        )
+        call(torch.Tensor.abs_, "check_abs", case, names=("x",), fix="use abs(x).")
     assert str(info.value) == (
-        "check_abs: your function changed its input x on a vector in place; use "
-        "torch.abs(x)."
+        "check_abs: your function changed its input x on a vector in place; use abs(x)."
     )
-    assert torch.equal(CASES[0].args[0], torch.tensor([1.0, -2.0]))  # a copy changed
-    assert capsys.readouterr().out == ""
+    assert torch.equal(case.args[0], torch.tensor([1.0, -2.0]))  # a copy changed
 
 
 def test_call_reports_a_changed_module_and_wraps_errors():
