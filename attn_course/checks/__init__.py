@@ -1,29 +1,14 @@
 """Self-checks for the exercises: a green tick when right, an explanation when not.
 
-Introduced in Chapter 1. Each check prints one line starting with ✅ when your
-answer is right. When it is wrong, it raises ``AssertionError`` with a message
-that says what is wrong and how to fix it: an answer that is not a tensor, a wrong
-shape (both shapes are shown), NaN or infinite values, weights that are negative or
-whose rows do not sum to 1, or values that are off (the largest difference, where
-it is, and the expected and received numbers there), and, where a common mistake
-explains the difference, that mistake by name. A mistake in how a check is called
-(a function's result where the function itself is wanted, a size that is not an
-int) is a ``TypeError`` or ``ValueError`` instead.
-
-Messages never depend on memory addresses, timing or your random seed, and a check
-leaves your random numbers alone: a notebook that runs a check prints the same
-thing every time and draws the same numbers afterwards. The checks of each chapter
-live in their own module (``basics`` for Chapter 1, ``trainable_weights``,
-``causal_mask``, ``dropout``, ``multi_head``, ``encoder_decoder`` for Chapters 2 to
-6, ``positions`` for Chapter 7, ``gpt`` for Chapter 8, ``efficient`` for
-Chapter 9, ``history`` for Chapter 10); all of them are available from here.
-
-Shapes
-------
-Letters: see attn_course.shapes.
-inputs : (T, D)
-weights : (..., T_q, T_k)
-context : (..., T_q, d_v)
+Introduced in Chapter 1. A check prints one line starting with ✅ when your answer
+is right, and raises ``AssertionError`` with what is wrong and how to fix it when
+it is not, naming the usual slip your answer matches (or the slips it cannot tell
+apart); a check called the wrong way raises ``TypeError`` or ``ValueError``. Its
+messages never depend on your random seed, and it leaves your random numbers alone.
+Each chapter's checks are a module of tables (:mod:`.table`): ``basics`` (Chapter
+1), ``trainable_weights``, ``causal_mask``, ``dropout``, ``multi_head``,
+``encoder_decoder``, ``positions``, ``gpt``, ``efficient``, ``history`` (Chapter
+10); all of them are available from here.
 """
 
 from .basics import (

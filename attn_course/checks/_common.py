@@ -1,13 +1,10 @@
-"""What a right answer is, and how a wrong one is explained, for every chapter.
+"""How a wrong answer no slip explains is described, the same way in every chapter.
 
-The ``expect_*`` functions raise ``AssertionError`` with a teaching message when
-the learner's answer is not a tensor, has another shape, holds NaN or infinite
-values, differs from the expected values (the largest difference, where, and the
-first known slip that explains it), or is not a valid set of attention weights.
-Numbers in messages are written the same way everywhere (``fmt_*``), and never
-depend on memory addresses or timing. The references that checks of two chapters
-share live here too: attention written out with any scale and mask, the projected
-journey sentence, the comparison of two attention results, and of two masks.
+The ``expect_*`` functions raise ``AssertionError`` when an answer is not a tensor,
+has another shape, holds NaN or infinite values, differs from the expected values
+(the largest difference and where, never the expected values themselves), or is
+not a valid set of attention weights; ``fmt_*`` write numbers, indices and shapes
+the same way everywhere.
 """
 
 from __future__ import annotations
@@ -286,15 +283,8 @@ INVERTED = (
 
 
 def journey_projections(build, seed):
-    """Queries, keys and values of "Your journey starts with one step", projected
-    by the ``W_query``, ``W_key`` and ``W_value`` of ``build()`` run under
-    ``seeded(seed)``.
-
-    Shapes
-    ------
-    Letters: see attn_course.shapes.
-    queries, keys, values : (T, d_out)
-    """
+    """Queries, keys and values, each (T, d_out), of "Your journey starts with one
+    step" projected by the module ``build()`` makes under ``seeded(seed)``."""
     with seeded(seed):
         module = build()
     x = your_journey().embeddings  # (T, d_in)

@@ -7,7 +7,7 @@ import torch
 from .._validate import kind_of
 from ..data import your_journey
 from ._common import INVERTED
-from .table import Case, Exercise, Slip, _otherwise, _same
+from .table import Case, Exercise, Slip, same_result, what_differs
 
 
 def _slips(*cells):
@@ -55,7 +55,7 @@ def _as_good_as(got, output):
     if all(floats) and got.shape == output.shape:
         blocked = (output == -torch.inf) & (got <= -1e4)
         got = got.to(output.dtype).masked_fill(blocked, -torch.inf)
-    return _same(got, output, 1e-6)
+    return same_result(got, output, 1e-6)
 
 
 ADDITIVE_MASK = Exercise(
@@ -91,8 +91,8 @@ def _pair_wrong(got, expected, subject):
     """What is wrong with a (weights, context) pair that no slip gives."""
     if not (isinstance(got, tuple) and len(got) == 2):
         return f"it returned {kind_of(got)}, not a tuple (weights, context)"
-    i = int(_same(got[0], expected[0], 1e-5))  # 0 where the weights are wrong
-    what = _otherwise(got[i], expected[i], subject)
+    i = int(same_result(got[0], expected[0], 1e-5))  # 0 where the weights are wrong
+    what = what_differs(got[i], expected[i], subject)
     return f"its {'context' if i else 'weights'}: {what}"
 
 

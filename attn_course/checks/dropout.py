@@ -11,7 +11,7 @@ from ..data import your_journey
 from ..modules import CausalAttention
 from ._kit import require_callable, seeded
 from .causal_mask import _slips
-from .table import Exercise, _otherwise
+from .table import Exercise, what_differs
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ def _off(got, expected, subject=""):
     if drew != ref_drew:
         return _GLOBAL
     if not (torch.is_tensor(out) and out.shape == ref.shape and out.dtype == ref.dtype):
-        return _otherwise(out, ref, subject) if subject else "another type"
+        return what_differs(out, ref, subject) if subject else "another type"
     wrong = (out != 0) & (ref != 0) & ~torch.isclose(out, ref, 1e-5, 1e-5)
     if wrong.any():
         return f"it keeps a weight as {out[wrong][0]:.4g}, not {ref[wrong][0]:.4g}"
@@ -162,7 +162,7 @@ EVAL = _Watched(
     describe=lambda m, x: f"a CausalAttention with dropout, training={m.training}",
     rule="return module(x) with module.eval(), then module.train(was_training)",
     watch=_mode_after,
-    otherwise=lambda got, out, subject: _otherwise(got[0], out[0], subject),
+    otherwise=lambda got, out, subject: what_differs(got[0], out[0], subject),
     slips=_slips(
         "dropout-on",
         "    with torch.no_grad():\n        return module(x)\n",

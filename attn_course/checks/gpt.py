@@ -9,7 +9,7 @@ import re
 import torch
 
 from .._validate import kind_of
-from .table import Exercise, Slip, _otherwise, _same
+from .table import Exercise, Slip, same_result, what_differs
 
 __all__ = ["check_gpt_parameters_fn", "check_make_example_fn", "check_top_k_fn"]
 
@@ -57,11 +57,11 @@ def pair_wrong(names, tolerance=0.0):
             shape = f" of shape {tuple(got.shape)}" if torch.is_tensor(got) else ""
             return f"it is {kind_of(got)}{shape}, not a tuple of two: `return {names}`"
         for name, mine, right in zip(names.split(", "), got, expected, strict=True):
-            if not _same(mine, right, tolerance):
+            if not same_result(mine, right, tolerance):
                 if isinstance(mine, torch.Tensor) and mine.shape == right.shape:
                     close = torch.isclose(mine, right, tolerance, tolerance, True)
                     mine = torch.where(close, right, mine)  # the entries off only
-                return f"its {name}: {_otherwise(mine, right, f'{subject}, {name}')}"
+                return f"its {name}: {what_differs(mine, right, f'{subject}, {name}')}"
 
     return otherwise
 

@@ -6,7 +6,7 @@ import re
 import torch
 
 from ._kit import explainer
-from .table import Exercise, Slip, _same
+from .table import Exercise, Slip, same_result
 
 _SLIP = re.compile(r"^(\S+): (.*(?:;\n.*)*)\n((?: .*\n)+)", re.M)
 
@@ -125,7 +125,7 @@ ADDITIVE = Exercise(
     describe=lambda *a: "inputs of shapes " + ", ".join(str(tuple(t.shape)) for t in a),
     rule="scores = torch.tanh(query @ W_query as (B, 1, d_a) + keys @ W_key) @ v, "
     "of shape (B, T_s), before any softmax",
-    same=lambda got, output: got is not None and _same(got, output, 1e-5),
+    same=lambda got, output: got is not None and same_result(got, output, 1e-5),
     explain=explainer((("must match", _BROADCAST), ("be multiplied", _MATRICES))),
     slips=_slips(
         _scores,

@@ -110,7 +110,9 @@ class Exercise:
 
     def equal(self, a, b):
         """Whether two results count as the same for this exercise."""
-        return (self.same or functools.partial(_same, tolerance=self.tolerance))(a, b)
+        return (self.same or functools.partial(same_result, tolerance=self.tolerance))(
+            a, b
+        )
 
     def _facts(self, args):
         return {**dict(zip(self.parameters, args, strict=True)), **self.facts(*args)}
@@ -143,7 +145,7 @@ class Exercise:
                 + "; or ".join(hits)
                 + f"; {rule}."
             )
-        otherwise = self.otherwise or _otherwise
+        otherwise = self.otherwise or what_differs
         raise AssertionError(f"{subject}: {otherwise(got, expected, subject)}; {rule}.")
 
     def judge(self, fn):
@@ -216,7 +218,7 @@ def _gives(fn, args):
         return RAISED
 
 
-def _same(a, b, tolerance=0.0):
+def same_result(a, b, tolerance=0.0):
     """Whether two results are the same: tensors of one shape, dtype and values
     (within ``tolerance``, infinities of one sign equal), or tuples of such."""
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
@@ -229,12 +231,12 @@ def _same(a, b, tolerance=0.0):
         return (
             type(a) is type(b)
             and len(a) == len(b)
-            and all(_same(x, y, tolerance) for x, y in zip(a, b, strict=True))
+            and all(same_result(x, y, tolerance) for x, y in zip(a, b, strict=True))
         )
     return type(a) is type(b) and a == b
 
 
-def _otherwise(got, expected, subject):
+def what_differs(got, expected, subject):
     """What is wrong with a result that no slip explains."""
     got = expect_tensor(got, subject)
     expect_shape(got, expected, subject)
