@@ -140,15 +140,9 @@ _TRANSPOSED = (
 
 
 def expect_close(answer, expected, name, where="", *, atol, rtol, hint=""):
-    """Raise unless the values match; report the largest difference and where.
-
-    The message shows the learner's values and says which entry is furthest off,
-    by how much and in which direction; it never writes out the expected values,
-    which would hand over the answer to a numeric exercise.
-
-    When they do not match, the message ends with ``hint``, and says so where a
-    square answer is the transpose of the expected one.
-    """
+    """Raise unless the values match: the entry furthest off, by how much and in
+    which direction, never the expected values; then ``hint``, and whether a square
+    answer is the expected one transposed."""
     received = answer.detach().to("cpu", torch.float64)
     target = expected.detach().to("cpu", torch.float64)
     close = torch.isclose(received, target, atol=atol, rtol=rtol)
@@ -230,11 +224,7 @@ def expect_dict(answer, check, example):
 
 
 def as_shape(value):
-    """A predicted shape as a tuple of ints, or None when it is not a shape.
-
-    >>> as_shape([2, 3]), as_shape(torch.Size([4])), as_shape("23"), as_shape(6)
-    ((2, 3), (4,), None, None)
-    """
+    """A predicted shape as a tuple of ints, or None when it is not a shape."""
     if isinstance(value, (str, bytes)):
         return None
     try:
@@ -244,19 +234,11 @@ def as_shape(value):
 
 
 def shape_mismatch(predicted, right, letters=()):
-    """Where a predicted shape differs from the right one, without the right one.
+    """Which dimensions of a predicted shape are too high or too low (``letters``
+    name them), or how many there should be, without giving the right shape.
 
-    ``letters`` names each dimension of the right shape (``("B", "H", "T", "T")``);
-    the sentence says which dimensions are too high or too low, or how many
-    dimensions there should be, so that a learner learns what is wrong without
-    being handed the answer.
-
-    >>> shape_mismatch((2, 5, 36), (2, 5, 12), ("B", "T", "D"))
-    'dimension 2 (D) is too high'
     >>> shape_mismatch((2, 5, 3, 4), (2, 3, 5, 4), ("B", "H", "T", "d"))
     'dimension 1 (H) is too high, dimension 2 (T) is too low'
-    >>> shape_mismatch((2, 5, 5), (2, 3, 5, 5), ("B", "H", "T", "T"))
-    'it has 3 dimensions where the result has 4, (B, H, T, T)'
     """
     if len(predicted) != len(right):
         named = f", ({', '.join(letters)})" if len(letters) == len(right) else ""

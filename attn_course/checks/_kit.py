@@ -25,20 +25,8 @@ from .._validate import kind_of
 
 @contextmanager
 def seeded(seed):
-    """Run the body with torch's global CPU generator seeded with ``seed``.
-
-    On the way out, even when the body raises, the global CPU generator (and every
-    CUDA generator, if CUDA is initialised) is put back in the state it had before,
-    so the caller's next random numbers are the ones it would have drawn anyway.
-
-    >>> before = torch.random.get_rng_state()
-    >>> with seeded(0):
-    ...     first = torch.rand(2)
-    >>> with seeded(0):
-    ...     second = torch.rand(2)
-    >>> torch.equal(first, second), torch.equal(before, torch.random.get_rng_state())
-    (True, True)
-    """
+    """Run the body with torch's global CPU generator seeded with ``seed``, then
+    put it (and every CUDA generator in use) back as it was, even on an error."""
     cpu_state = torch.random.get_rng_state()
     cuda_states = (
         torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
@@ -56,16 +44,11 @@ def seeded(seed):
 
 
 class Case(NamedTuple):
-    """One input of an exercise: what it is, the arguments, and data for the check.
-
-    ``args`` are passed to the learner's function (tensors and generators as fresh
-    copies, modules as they are); ``data`` is whatever the check needs besides
-    them, such as the expected answer.
-    """
+    """One input of an exercise: what it is, and the arguments of the learner's
+    function (tensors and generators passed as fresh copies, modules as they are)."""
 
     description: str
     args: tuple
-    data: object = None
 
     @property
     def where(self):
@@ -161,14 +144,7 @@ _LIKELY_SLIPS = (
 def explainer(*tables):
     """An ``explain(error)`` for :func:`call`: the hint of the first row of
     ``tables`` (rows of ``(fragment of the message, hint)``) whose fragment is in
-    the error's message, else that of the common shape errors, else ''.
-
-    >>> explain = explainer((("cannot assign", " Copy into the parameter."),))
-    >>> explain(TypeError("cannot assign 'Tensor' as parameter"))
-    ' Copy into the parameter.'
-    >>> explain(ValueError("something else"))
-    ''
-    """
+    the error's message, else that of the common shape errors, else ''."""
 
     def explain(error):
         text = str(error)
@@ -181,19 +157,7 @@ def explainer(*tables):
     return explain
 
 
-_explain_common = explainer()
-
-
-def explain_error(error):
-    """The likely slip behind a PyTorch shape error (a sentence), or ''.
-
-    >>> try:
-    ...     torch.ones(2, 3) - torch.ones(2, 3).max(dim=-1).values
-    ... except RuntimeError as error:
-    ...     print(explain_error(error).strip()[:60])
-    Two shapes do not line up. The usual slips: a max or sum ove
-    """
-    return _explain_common(error)
+explain_error = explainer()  # the likely slip behind a PyTorch shape error, or ''
 
 
 def call(
@@ -253,20 +217,12 @@ def _does_nothing(code):
 
 
 def unanswered(value):
-    """Whether ``value`` is still an answer cell's placeholder.
+    """Whether ``value`` is still an answer cell's placeholder: ``...`` itself, or
+    a function whose body does nothing (``def stable_softmax(x): ...``).
 
-    That is ``...`` itself (``context_sun = ...``), or a function whose body does
-    nothing (``def stable_softmax(x): ...``): such a function returns None for any
-    input, so no answer has been written yet.
-
-    >>> unanswered(...), unanswered(None), unanswered(torch.zeros(2))
-    (True, False, False)
-    >>> def softmax(x):
-    ...     ...
-    >>> def half(x):
-    ...     return x / 2
-    >>> unanswered(softmax), unanswered(half), unanswered(torch.softmax)
-    (True, False, False)
+    >>> def softmax(x): ...
+    >>> unanswered(...), unanswered(softmax), unanswered(torch.softmax)
+    (True, True, False)
     """
     if value is Ellipsis:
         return True

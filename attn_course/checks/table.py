@@ -1,17 +1,12 @@
 """Exercises as data: the right answer, the usual slips and the cases, in one table.
 
-An :class:`Exercise` holds the reference answer and each usual wrong answer
-(:class:`Slip`) as the code a learner types, once. Everything else comes from it:
-
-- :meth:`Exercise.judge`, the check a notebook calls: the learner's function runs
-  on every case (through :func:`~attn_course.checks._kit.call`, seeded, on fresh
-  copies of the inputs); a wrong result is compared with what every slip's code
-  gives on that case, and the message names the slip it matches, or the slips it
-  cannot tell apart, or else the first wrong entry;
-- the unit tests (``tests/test_tables.py``): every slip fails with its own
-  explanation, the right answer passes;
-- the answers of the notebook rounds (``tests/exercises``, ``from_table``) and
-  the check's documentation (:meth:`Exercise.doc`).
+An :class:`Exercise` holds the right answer and each usual wrong answer
+(:class:`Slip`) as the code a learner types, once. From it come the check a
+notebook calls (:meth:`Exercise.judge`: a wrong result is compared with what every
+slip's code gives on that case, and the message names the slip it matches, or the
+slips it cannot tell apart, or else what differs), the check's documentation, the
+unit tests (``tests/test_tables.py``) and the answers of the notebook rounds
+(``tests/exercises``).
 """
 
 from __future__ import annotations
