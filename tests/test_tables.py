@@ -1,25 +1,9 @@
 """Every exercise written as a table (:mod:`attn_course.checks.table`): its right
 answer passes its check, and every slip fails it with its own explanation."""
 
-import importlib
-import pkgutil
-
 import pytest
 
-import attn_course.checks
-from attn_course.checks.table import Exercise
-
-TABLES = sorted(
-    {
-        id(value): value
-        for info in pkgutil.iter_modules(attn_course.checks.__path__)
-        for value in vars(
-            importlib.import_module(f"attn_course.checks.{info.name}")
-        ).values()
-        if isinstance(value, Exercise)
-    }.values(),
-    key=lambda e: e.label,
-)
+from tests.checks import TABLES
 
 
 def _judge(exercise, body):
