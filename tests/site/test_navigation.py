@@ -1,14 +1,5 @@
-"""Finding one's way around the built website: on a phone, on a desktop, with the
-keyboard, and out to Colab.
-
-Run after ``jupyter-book build`` (``make site-check``), with the network cut off as in
-``test_site.py``. At 390 x 844 px (a phone) the menu button opens the chapter drawer,
-the contents button opens the page's contents, and no page scrolls sideways, with its
-collapsed boxes closed or open. At 1280 x 900 px the menu button folds the sidebar
-away and back. A solution's or a deep dive's toggle reached with the Tab key shows a
-focus ring that stands out from its background in light and dark mode. Every chapter
-page links to its notebook on Colab, at the address built from ``_config.yml``.
-"""
+"""Finding one's way around the built website (``make site-check``, network cut off
+as in ``test_site.py``): on a phone, on a desktop, with the keyboard, out to Colab."""
 
 from __future__ import annotations
 
@@ -20,6 +11,7 @@ import time
 import pytest
 import yaml
 
+from attn_course.plot import contrast_ratio
 from tests.site.test_site import (
     HTML,
     OPEN_EVERY_BOX,
@@ -337,30 +329,11 @@ def test_the_menu_button_folds_the_sidebar_on_a_desktop(browser, site_url):
 
 
 def _rgb(colour: str) -> tuple[float, ...]:
+    """A CSS rgb() colour as matplotlib's (r, g, b) in 0..1; see-through fails."""
     values = [float(v) for v in re.findall(r"[\d.]+", colour)]
     if len(values) == 4 and values[3] < 1:
         raise AssertionError(f"the focus ring is see-through: {colour}")
-    return tuple(values[:3])
-
-
-def _luminance(rgb) -> float:
-    def channel(value):
-        value /= 255
-        return value / 12.92 if value <= 0.03928 else ((value + 0.055) / 1.055) ** 2.4
-
-    red, green, blue = (channel(v) for v in rgb)
-    return 0.2126 * red + 0.7152 * green + 0.0722 * blue
-
-
-def contrast(first, second) -> float:
-    """WCAG contrast ratio of two RGB colours (1 to 21)."""
-    dark, light = sorted((_luminance(first), _luminance(second)))
-    return (light + 0.05) / (dark + 0.05)
-
-
-def test_contrast_of_black_on_white_is_21_and_of_a_colour_on_itself_1():
-    assert contrast((0, 0, 0), (255, 255, 255)) == pytest.approx(21)
-    assert contrast((193, 50, 175), (193, 50, 175)) == pytest.approx(1)
+    return tuple(v / 255 for v in values[:3])
 
 
 def _pixels_changed(first: bytes, second: bytes) -> int:
@@ -437,7 +410,10 @@ def test_a_toggle_reached_with_tab_shows_a_focus_ring(browser, site_url, kind, m
     drawn = [r for r in rings if r["style"] != "none" and r["width"] >= 2]
     assert drawn, f"{kind} toggle, {mode} mode: no outline of 2 px or more: {rings}"
     ring = _rgb(drawn[0]["colour"])
-    ratios = [contrast(ring, background) for background in facts["backgrounds"]]
+    ratios = [
+        contrast_ratio(ring, tuple(v / 255 for v in background))
+        for background in facts["backgrounds"]
+    ]
     assert min(ratios) >= MIN_RING_CONTRAST, (
         f"{kind} toggle, {mode} mode: focus ring {drawn[0]['colour']} has contrast "
         f"{min(ratios):.2f} with its background (needs {MIN_RING_CONTRAST})"
