@@ -1,6 +1,5 @@
-"""``tools.bench`` (``make bench``): a quick run writes the file the Chapter 9
-notebook reads, with the expected fields, and the peak-memory measure counts what a
-call allocates. Timings are not checked: they depend on the machine."""
+"""``tools.bench`` (``make bench``): a quick run writes the file Chapter 9 reads, and
+the peak-memory measure counts what a call allocates; timings are not checked."""
 
 import dataclasses
 import datetime
@@ -78,18 +77,10 @@ def expected_rows(settings, devices):
 
 def test_the_file_names_the_machine_the_versions_and_the_date(quick_run):
     _, results = quick_run
-    assert set(results) == {
-        "date",
-        "machine",
-        "torch",
-        "python",
-        "settings",
-        "memory_note",
-        "reused_memory_env",
-        "rows",
-        "generation",
-        "exp",
-    }
+    assert set(results) == set(
+        "date machine torch python settings memory_note reused_memory_env rows "
+        "generation exp".split()
+    )
     assert results["reused_memory_env"] == bench.REUSE_MEMORY
     date = datetime.datetime.fromisoformat(results["date"])
     assert date.tzinfo is not None
@@ -114,19 +105,10 @@ def test_the_file_has_one_row_per_case_with_every_field(quick_run):
     ]
     assert len(keys) == len(set(keys))
     assert set(keys) == expected_rows(bench.QUICK, devices)
-    fields = {
-        "section",
-        "device",
-        "T",
-        "mask",
-        "method",
-        "block_size",
-        "time_ms",
-        "time_vs_sdpa",
-        "peak_mib",
-        "peak_vs_plain",
-        "faults",
-    }
+    fields = set(
+        "section device T mask method block_size time_ms time_vs_sdpa peak_mib "
+        "peak_vs_plain faults".split()
+    )
     for row in rows:
         assert set(row) == fields
         assert row["time_ms"] > 0 and row["time_vs_sdpa"] > 0
@@ -200,16 +182,9 @@ def test_generation_has_one_row_per_case_and_its_speedup(quick_run):
     assert set(keys) == expected_generation(bench.QUICK, devices)
     by_key = {key: row for key, row in zip(keys, rows, strict=True)}
     for (device, kind, batch, tokens, _), row in by_key.items():
-        assert set(row) == {
-            "device",
-            "kind",
-            "batch",
-            "tokens",
-            "method",
-            "time_ms",
-            "ms_per_token",
-            "speedup",
-        }
+        assert set(row) == set(
+            "device kind batch tokens method time_ms ms_per_token speedup".split()
+        )
         assert row["time_ms"] > 0
         per_token = 1 if kind == "step" else tokens
         assert row["ms_per_token"] == pytest.approx(row["time_ms"] / per_token, 1e-2)
@@ -273,54 +248,22 @@ def test_a_quick_run_never_replaces_the_stored_results():
 
 
 def test_the_ratios_compare_within_one_case():
-    rows = (
-        [
-            {
-                "section": "s",
-                "device": "cpu",
-                "T": 8,
-                "mask": "none",
-                "method": m,
-                "time_ms": t,
-                "peak_mib": p,
-            }
-            for m, t, p in [
-                ("plain", 4.0, 10.0),
-                ("tiled", 3.0, 1.0),
-                ("sdpa", 2.0, 0.5),
-            ]
-        ]
-        + [
-            {
-                "section": "s",
-                "device": "cpu",
-                "T": 16,
-                "mask": "none",
-                "method": m,
-                "time_ms": t,
-                "peak_mib": None,
-            }
-            for m, t in [("plain", 8.0), ("sdpa", 1.0)]
-        ]
-        + [  # a section without a plain row: no fraction of its peak
-            {
-                "section": "w",
-                "device": "cpu",
-                "T": 8,
-                "mask": "window",
-                "method": m,
-                "time_ms": t,
-                "peak_mib": 1.0,
-            }
-            for m, t in [("sdpa", 2.0), ("banded", 1.0)]
-        ]
-    )
+    def row(section, T, method, time_ms, peak_mib):
+        return dict(section=section, device="cpu", T=T, mask="none", method=method,
+                    time_ms=time_ms, peak_mib=peak_mib)  # fmt: skip
+
+    rows = [
+        row("s", 8, "plain", 4.0, 10.0),
+        row("s", 8, "tiled", 3.0, 1.0),
+        row("s", 8, "sdpa", 2.0, 0.5),
+        row("s", 16, "plain", 8.0, None),
+        row("s", 16, "sdpa", 1.0, None),
+        row("w", 8, "sdpa", 2.0, 1.0),  # no plain row: no fraction of its peak
+        row("w", 8, "banded", 1.0, 1.0),
+    ]
     bench.add_ratios(rows)
     assert [r["time_vs_sdpa"] for r in rows] == [2.0, 1.5, 1.0, 8.0, 1.0, 1.0, 0.5]
-    assert [r["peak_vs_plain"] for r in rows] == [1.0, 0.1, 0.05, None, None] + [
-        None,
-        None,
-    ]
+    assert [r["peak_vs_plain"] for r in rows] == [1.0, 0.1, 0.05] + [None] * 4
 
 
 @needs_cpu_memory
