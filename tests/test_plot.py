@@ -385,178 +385,120 @@ def panels(**kwargs):
     return lambda: plot.heatmap_panels(**kwargs)
 
 
-ERRORS = {
-    "heatmap-1d": (
-        lambda: plot.attention_heatmap(JOURNEY[0], your_journey().tokens),
+heatmap, grid, bars, lines = (
+    plot.attention_heatmap,
+    plot.heatmap_grid,
+    plot.weight_bars,
+    plot.line_panels,
+)
+ERRORS = [
+    (
+        lambda: heatmap(JOURNEY[0], your_journey().tokens),
         ValueError,
         ["got shape (6,)", "weight_bars"],
     ),
-    "heatmap-3d": (
-        lambda: plot.attention_heatmap(torch.stack([JOURNEY, JOURNEY])),
+    (
+        lambda: heatmap(torch.stack([JOURNEY, JOURNEY])),
         ValueError,
         ["(2, 6, 6)", "heatmap_grid"],
     ),
-    "heatmap-rows": (
-        lambda: plot.attention_heatmap(JOURNEY, hello_shiny_sun().tokens),
+    (
+        lambda: heatmap(JOURNEY, hello_shiny_sun().tokens),
         ValueError,
         ["3 tokens", "shape (6, 6)", "6 rows"],
     ),
-    "heatmap-columns": (
-        lambda: plot.attention_heatmap(torch.ones(2, 3) / 3, ["a", "b"], ["x", "y"]),
+    (
+        lambda: heatmap(torch.ones(2, 3) / 3, ["a", "b"], ["x", "y"]),
         ValueError,
         ["key_tokens has 2 tokens", "3 columns"],
     ),
-    "heatmap-one-string": (
-        lambda: plot.attention_heatmap(JOURNEY, "Your journey starts with one step"),
+    (
+        lambda: heatmap(JOURNEY, "Your journey starts with one step"),
         TypeError,
         ["split()"],
     ),
-    "heatmap-tokens-int": (
-        lambda: plot.attention_heatmap(HELLO, 3),
-        TypeError,
-        ["sequence of str", "got int"],
-    ),
-    "heatmap-str": (lambda: plot.attention_heatmap("not a matrix"), TypeError, ["str"]),
-    "heatmap-fmt": (
-        lambda: plot.attention_heatmap(JOURNEY, fmt="{:.2q}"),
-        ValueError,
-        ["fmt"],
-    ),
-    "heatmap-fmt-int": (
-        lambda: plot.attention_heatmap(JOURNEY, fmt=2),
-        TypeError,
-        ["fmt must be a str", "got int"],
-    ),
-    "grid-4d": (
-        lambda: plot.heatmap_grid(STACK),
-        ValueError,
-        ["(2, 3, 4, 4)", "weights[0]", "3 heads"],
-    ),
-    "grid-titles": (
-        lambda: plot.heatmap_grid(STACK[0], titles=["only one"]),
+    (lambda: heatmap(HELLO, 3), TypeError, ["sequence of str", "got int"]),
+    (lambda: heatmap("not a matrix"), TypeError, ["str"]),
+    (lambda: heatmap(JOURNEY, fmt="{:.2q}"), ValueError, ["fmt"]),
+    (lambda: heatmap(JOURNEY, fmt=2), TypeError, ["fmt must be a str", "got int"]),
+    (lambda: grid(STACK), ValueError, ["(2, 3, 4, 4)", "weights[0]", "3 heads"]),
+    (
+        lambda: grid(STACK[0], titles=["only one"]),
         ValueError,
         ["got 1 titles for 3 matrices", "head"],
     ),
-    "grid-titles-str": (
-        lambda: plot.heatmap_grid(STACK[0], titles="one title"),
+    (
+        lambda: grid(STACK[0], titles="one title"),
         TypeError,
         ["titles must be a sequence", "got str"],
     ),
-    "grid-tokens": (
-        lambda: plot.heatmap_grid(STACK[0], query_tokens=["a", "b"]),
+    (
+        lambda: grid(STACK[0], query_tokens=["a", "b"]),
         ValueError,
         ["query_tokens has 2 tokens", "weights[0]"],
     ),
-    "grid-ncols": (lambda: plot.heatmap_grid(STACK[0], ncols=0), ValueError, ["ncols"]),
-    "grid-ncols-float": (
-        lambda: plot.heatmap_grid(STACK[0], ncols=1.5),
-        TypeError,
-        ["ncols must be an int"],
-    ),
-    "grid-empty": (lambda: plot.heatmap_grid([]), ValueError, ["at least one"]),
-    "bars-matrix": (
-        lambda: plot.weight_bars(HELLO, hello_shiny_sun().tokens),
+    (lambda: grid(STACK[0], ncols=0), ValueError, ["ncols"]),
+    (lambda: grid(STACK[0], ncols=1.5), TypeError, ["ncols must be an int"]),
+    (lambda: grid([]), ValueError, ["at least one"]),
+    (
+        lambda: bars(HELLO, hello_shiny_sun().tokens),
         ValueError,
         ["shape (3, 3)", "weights[1]"],
     ),
-    "bars-tokens": (
-        lambda: plot.weight_bars(HELLO[0], hello_shiny_sun().tokens[:2]),
+    (
+        lambda: bars(HELLO[0], hello_shiny_sun().tokens[:2]),
         ValueError,
         ["tokens has 2 tokens"],
     ),
-    "temperature-zero": (temperatures(0, (1.0, 0.0)), ValueError, ["temperature"]),
-    "temperature-none": (temperatures(0, ()), ValueError, ["non-empty"]),
-    "temperature-str": (
-        temperatures(0, "hot"),
-        TypeError,
-        ["temperatures must be a sequence", "got str"],
-    ),
-    "temperature-query": (temperatures(6), ValueError, ["out of range"]),
-    "lines-length": (
-        lambda: plot.line_panels([1, 2, 3], {"p": {"a": [1, 2, 3], "b": [1, 2]}}),
+    (temperatures(0, (1.0, 0.0)), ValueError, ["temperature"]),
+    (temperatures(0, ()), ValueError, ["non-empty"]),
+    (temperatures(0, "hot"), TypeError, ["temperatures must be a sequence", "got str"]),
+    (temperatures(6), ValueError, ["out of range"]),
+    (
+        lambda: lines([1, 2, 3], {"p": {"a": [1, 2, 3], "b": [1, 2]}}),
         ValueError,
         ["curve 'b' of panel 'p' has shape (2,)"],
     ),
-    "lines-list": (
-        lambda: plot.line_panels([1, 2], [[1, 2]]),
-        TypeError,
-        ["panels must be a dict"],
-    ),
-    "lines-empty": (
-        lambda: plot.line_panels([1, 2], {}),
-        ValueError,
-        ["at least one panel"],
-    ),
-    "lines-no-curves": (
-        lambda: plot.line_panels([1, 2], {"p": {}}),
-        ValueError,
-        ["no curves"],
-    ),
-    "lines-panel-list": (
-        lambda: plot.line_panels([1, 2], {"p": [1, 2]}),
-        TypeError,
-        ["panel 'p' must be a dict"],
-    ),
-    "lines-ylabels": (
-        lambda: plot.line_panels([1], TWO_PANELS, ylabels=["only"]),
+    (lambda: lines([1, 2], [[1, 2]]), TypeError, ["panels must be a dict"]),
+    (lambda: lines([1, 2], {}), ValueError, ["at least one panel"]),
+    (lambda: lines([1, 2], {"p": {}}), ValueError, ["no curves"]),
+    (lambda: lines([1, 2], {"p": [1, 2]}), TypeError, ["panel 'p' must be a dict"]),
+    (
+        lambda: lines([1], TWO_PANELS, ylabels=["only"]),
         ValueError,
         ["got 1 ylabels for 2 panels"],
     ),
-    "lines-log-y": (
-        lambda: plot.line_panels([1], ONE_PANEL, log_y=[True, False, True]),
+    (
+        lambda: lines([1], ONE_PANEL, log_y=[True, False, True]),
         ValueError,
         ["got 3 log_y flags for 1 panels"],
     ),
-    "lines-log-y-int": (
-        lambda: plot.line_panels([1], ONE_PANEL, log_y=1),
+    (
+        lambda: lines([1], ONE_PANEL, log_y=1),
         TypeError,
         ["log_y must be a sequence", "got int"],
     ),
-    "lines-ncols": (
-        lambda: plot.line_panels([1], ONE_PANEL, ncols=0),
+    (
+        lambda: lines([1], ONE_PANEL, ncols=0),
         ValueError,
         ["ncols must be a positive int"],
     ),
-    "lines-no-x": (
-        lambda: plot.line_panels([], {"a": {"y": []}}),
-        ValueError,
-        ["x must be a non-empty 1-D"],
-    ),
-    "panels-tensor": (
-        panels(weights=torch.ones(2, 3, 3)),
-        TypeError,
-        ["list of 2-D matrices"],
-    ),
-    "panels-empty": (panels(weights=[]), ValueError, ["at least one"]),
-    "panels-4d": (
-        panels(weights=[torch.ones(1, 2, 3, 3)]),
-        ValueError,
-        ["mean(dim=0)"],
-    ),
-    "panels-titles": (
-        panels(weights=[torch.ones(2, 2)], titles=["a", "b"]),
-        ValueError,
-        ["2 entries"],
-    ),
-    "panels-titles-str": (
-        panels(weights=[torch.ones(2, 2)], titles="a"),
-        TypeError,
-        ["one entry per"],
-    ),
-    "panels-columns": (
+    (lambda: lines([], {"a": {"y": []}}), ValueError, ["x must be a non-empty 1-D"]),
+    (panels(weights=torch.ones(2, 3, 3)), TypeError, ["list of 2-D matrices"]),
+    (panels(weights=[]), ValueError, ["at least one"]),
+    (panels(weights=[torch.ones(1, 2, 3, 3)]), ValueError, ["mean(dim=0)"]),
+    (panels(weights=[torch.ones(2, 2)], titles=["a", "b"]), ValueError, ["2 entries"]),
+    (panels(weights=[torch.ones(2, 2)], titles="a"), TypeError, ["one entry per"]),
+    (
         panels(weights=[torch.ones(2, 3)], key_tokens=[["a", "b"]]),
         ValueError,
         ["3 columns"],
     ),
-    "panels-fmt": (
-        panels(weights=[torch.ones(2, 2)], fmt="{:q}"),
-        ValueError,
-        ["format string"],
-    ),
-}
+    (panels(weights=[torch.ones(2, 2)], fmt="{:q}"), ValueError, ["format string"]),
+]
 
 
-@pytest.mark.parametrize("call, error, fragments", ERRORS.values(), ids=list(ERRORS))
+@pytest.mark.parametrize("call, error, fragments", ERRORS)
 def test_errors_teach(call, error, fragments, raises_teaching):
     raises_teaching(call, error, fragments)
 
