@@ -284,33 +284,33 @@ def small_model():
     return Seq2SeqTransformer(config)
 
 
-ERRORS = {
-    "float-ids": (
+ERRORS = [
+    (
         lambda: tiny_model()(torch.zeros(1, 3), LONG),
         TypeError,
         ["src must be a LongTensor", "torch.float32", "Vocab"],
     ),
-    "list-ids": (
+    (
         lambda: tiny_model()([[3, 4]], LONG),
         TypeError,
         ["src must be a torch.Tensor", "got list", "Vocab"],
     ),
-    "one-sentence": (
+    (
         lambda: tiny_model()(torch.ones(3, dtype=torch.long), LONG),
         ValueError,
         ["unsqueeze"],
     ),
-    "too-long": (
+    (
         lambda: tiny_model()(torch.ones(1, 13, dtype=torch.long), LONG),
         ValueError,
         ["context_length >= 13"],
     ),
-    "config-dict": (
+    (
         lambda: Seq2SeqTransformer({"d_model": 16}),
         TypeError,
         ["Seq2SeqConfig", "got dict"],
     ),
-    "config-heads": (
+    (
         lambda: Seq2SeqConfig(**VOCABS, d_model=30, num_heads=4),
         ValueError,
         [
@@ -318,59 +318,55 @@ ERRORS = {
             "num_heads in {1, 2, 3, 5, 6, 10, 15, 30}",
         ],
     ),
-    "config-odd": (
+    (
         lambda: Seq2SeqConfig(**VOCABS, d_model=7, num_heads=1),
         ValueError,
         ["d_model=7 must be even"],
     ),
-    "config-layers": (
+    (
         lambda: Seq2SeqConfig(**VOCABS, num_layers=0),
         ValueError,
         ["num_layers must be at least 1"],
     ),
-    "config-float": (
+    (
         lambda: Seq2SeqConfig(**VOCABS, d_model=64.0),
         TypeError,
         ["d_model must be an int", "float"],
     ),
-    "config-dropout": (
+    (
         lambda: Seq2SeqConfig(**VOCABS, dropout=1.0),
         ValueError,
         ["dropout must be in [0, 1)"],
     ),
-    "config-pad": (
+    (
         lambda: Seq2SeqConfig(**VOCABS, pad_id=11),
         ValueError,
         ["pad_id=11", "11 tokens"],
     ),
-    "train-epochs": (
-        lambda: train(small_model(), tiny_data(), epochs=0),
-        ValueError,
-        ["epochs"],
-    ),
-    "train-epochs-float": (
+    (lambda: train(small_model(), tiny_data(), epochs=0), ValueError, ["epochs"]),
+    (
         lambda: train(small_model(), tiny_data(), epochs=1.5),
         TypeError,
         ["epochs must be an int"],
     ),
-    "train-lr": (
+    (
         lambda: train(small_model(), tiny_data(), epochs=1, lr=0),
         ValueError,
         ["lr must be a positive finite number"],
     ),
-    "decode-max-len": (
+    (
         lambda: greedy_decode(tiny_model(), LONG, max_len=0),
         ValueError,
         ["max_len must be at least 1"],
     ),
-    "evaluating-str": (
+    (
         lambda: evaluating("model").__enter__(),
         TypeError,
         ["model must be a torch.nn.Module", "got str"],
     ),
-}
+]
 
 
-@pytest.mark.parametrize("call, error, fragments", ERRORS.values(), ids=list(ERRORS))
+@pytest.mark.parametrize("call, error, fragments", ERRORS)
 def test_errors_teach(call, error, fragments, raises_teaching):
     raises_teaching(call, error, fragments)
