@@ -1,13 +1,6 @@
-"""Re-running an unchanged notebook leaves its file unchanged.
-
-``make outputs`` stores widget state and outputs; ipywidgets names every widget model
-with a random id, and a cell that prints how long training took shows a new time on
-every run. These tests check, on small notebooks built here (nothing is executed),
-that :func:`tools.notebooks.normalise_widget_ids` gives the same ids on every run and
-keeps the saved widget state consistent, and that
-:func:`tools.notebooks.keep_outputs_if_only_durations_changed` keeps a stored output
-only when nothing but a duration changed.
-"""
+"""Re-running an unchanged notebook leaves its file unchanged: on small notebooks
+built here, ``tools.notebooks.normalise_widget_ids`` gives ipywidgets' random model
+ids the same value on every run and keeps the saved widget state consistent."""
 
 from __future__ import annotations
 
@@ -193,13 +186,12 @@ def test_a_notebook_without_widgets_is_left_alone():
 
 
 @pytest.mark.parametrize(
-    ("call", "message"),
+    "call, fragment",
     [
         (lambda: normalise_widget_ids(new_notebook(), ""), "key must be a non-empty"),
         (lambda: widget_model_id(KEY, -1), "number must be an int >= 0"),
         (lambda: widget_model_id(None, 0), "key must be a non-empty"),
     ],
 )
-def test_bad_arguments_get_clear_errors(call, message):
-    with pytest.raises(ValueError, match=message):
-        call()
+def test_bad_arguments_get_clear_errors(call, fragment, raises_teaching):
+    raises_teaching(call, ValueError, [fragment])
