@@ -1,8 +1,5 @@
-"""Shared pytest set-up and fixtures: figures are drawn without a display.
-
-The repository root is on ``sys.path`` (``pythonpath`` in pyproject.toml), so tests
-import the maintainer tools as ``tools.toc`` and ``tools.notebooks``.
-"""
+"""Shared fixtures; figures are drawn without a display, and tests import the
+maintainer tools as ``tools.*`` (the repository root is on ``sys.path``)."""
 
 import os
 import shutil
@@ -16,10 +13,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 @pytest.fixture
 def chapter_copy(tmp_path):
-    """A function ``copy(name)`` that copies the chapter notebook ``name`` (a file in
-    ``chapters/``) into the test's temporary folder and returns ``(path, notebook)``:
-    the copy's path and its cells read with nbformat, ready to be changed and saved
-    with ``nbformat.write(notebook, path)``."""
+    """``copy(name)``: chapter ``name`` copied to tmp_path, as ``(path, notebook)``."""
 
     import nbformat  # here, so that runs without notebooks skip its slow import
 
@@ -39,8 +33,7 @@ def chapter_copy(tmp_path):
 
 @pytest.fixture
 def projected():
-    """The journey sentence of Chapter 3 projected by a ``CausalAttention`` built
-    with seed 123, as in the chapter: ``(tokens, queries, keys, module)``."""
+    """Chapter 3's journey projected with seed 123: ``(tokens, q, k, module)``."""
     import torch
 
     from attn_course import CausalAttention
@@ -55,8 +48,7 @@ def projected():
 
 @pytest.fixture
 def raises_teaching():
-    """``check(call, error, fragments)``: ``call()`` raises ``error`` and its message
-    contains every fragment (a str, or a compiled pattern to search for)."""
+    """``check(call, error, fragments)``: the message holds each str or pattern."""
 
     def check(call, error, fragments):
         with pytest.raises(error) as info:

@@ -25,9 +25,7 @@ needs_cpu_memory = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):
-    """``python -m tools.bench --quick --threads 1 --out FILE``: (printed text, file
-    contents). One thread, as on a machine shared with other work; torch's thread
-    count is set back afterwards."""
+    """``python -m tools.bench --quick --threads 1``: (printed text, contents)."""
     import contextlib
     import io
 
@@ -156,8 +154,7 @@ def test_plain_and_banded_attention_give_pytorchs_results():
 
 
 def expected_generation(settings, devices):
-    """(device, kind, batch, tokens, method) of every generation row a run
-    measures."""
+    """(device, kind, batch, tokens, method) of every generation row a run makes."""
     return {
         (device, kind, batch, tokens, method)
         for device in devices
@@ -279,8 +276,7 @@ def test_the_cpu_peak_counts_a_tensor_of_known_size(mib):
 
 @needs_cpu_memory
 def test_the_cpu_peak_counts_memory_reused_from_earlier_calls():
-    """Freed 4 MiB blocks stay with the allocator; an allocation reusing one must
-    still count (this is what malloc_trim is for)."""
+    """Memory the allocator reuses still counts (what malloc_trim is for)."""
     for _ in range(3):
         blocks = [torch.ones(4 * MIB_FLOATS) for _ in range(8)]
         del blocks
@@ -290,8 +286,7 @@ def test_the_cpu_peak_counts_memory_reused_from_earlier_calls():
 
 @needs_cpu_memory
 def test_the_cpu_peak_is_the_most_held_at_once_not_the_sum():
-    """Blocks of 40 MiB, which glibc always maps and unmaps on its own (above its
-    32 MiB limit for reusing freed blocks), so that a freed one is gone at once."""
+    """Blocks of 40 MiB, which glibc maps and unmaps on its own."""
 
     def one_after_the_other():
         first = torch.ones(40 * MIB_FLOATS)
@@ -307,9 +302,7 @@ def test_the_cpu_peak_is_the_most_held_at_once_not_the_sum():
 
 @needs_cpu_memory
 def test_plain_attention_holds_scores_and_weights_and_tiled_does_not():
-    """8 heads of 1024 x 1024 scores are 32 MiB: the plain computation holds them
-    and the weights at once; tiled attention a small part of that. (The scores are
-    large enough that the allocator's few MiB of slack cannot decide the test.)"""
+    """8 heads of 1024 x 1024 scores (32 MiB): plain holds two such, tiled little."""
     settings = bench.Settings(batch=1, heads=8, warmup=1, repeats=1)
     methods = bench._with_mask([bench.PLAIN, bench.tiled(128), bench.SDPA], False)
     rows = bench.measure(methods, 1024, "cpu", settings, bench.cpu_peak_mib)
@@ -351,14 +344,7 @@ def test_the_stored_results_are_a_full_run():
 
 
 def test_the_stored_results_show_what_chapter_9_says():
-    """With the causal mask, tiled attention takes at most 1.5 times the time of
-    PyTorch's kernel at T = 1024, and at T = 4096 at most 15 % of the memory of
-    the plain computation; writing 256 tokens with a KV cache is at least 3 times as
-    fast as without, for a batch of 8 sequences and for one. From T = 512 on, the
-    plain computation's scores (48 MiB and more) are mapped afresh at every call, a
-    page fault for each of their pages, and none once the allocator reuses memory,
-    which makes it faster at T = 4096; even then tiled attention is faster with the
-    causal mask. On this CPU exp2 costs more than exp."""
+    """The timings, memory, page faults and exp costs that Chapter 9 states."""
     results = json.loads((bench.DATA / "bench-cpu.json").read_text(encoding="utf-8"))
     rows = {
         (row["section"], row["mask"], row["method"], row["T"]): row

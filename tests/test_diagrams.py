@@ -161,8 +161,7 @@ def test_attention_tiles_counts_the_tiles_of_tiled_attention(
 
 
 def test_attention_tiles_colours_each_tile_by_what_the_loop_did():
-    """4 x 4 tiles, causal: the diagonal is cut by the mask (yellow), the tiles
-    below it are computed whole (blue), those above it skipped (white)."""
+    """4 x 4 causal tiles: diagonal yellow, below blue, above white."""
     fig = diagrams.attention_tiles(16, 16, 4)
     colours = [
         matplotlib.colors.to_hex(patch.get_facecolor())

@@ -54,8 +54,7 @@ def test_online_softmax_float64_matches_to_rounding(block_size):
 
 
 def test_online_softmax_rescales_when_a_later_block_has_a_larger_maximum():
-    """Huge entries after small ones: without the rescaling of the running sum the
-    first blocks' terms would be counted at the wrong size."""
+    """Huge entries after small ones: the running sum must be rescaled."""
     x = torch.tensor([[0.0, 1.0, 2.0, 500.0, 3.0, 1000.0]])
     expected = torch.softmax(x, dim=-1)
     for block_size in (1, 2, 4):
@@ -82,8 +81,7 @@ def test_a_row_of_only_minus_infinity_gives_zeros_like_our_attention():
 
 @pytest.mark.parametrize("block_size", [1, 2, 3, 4])
 def test_whole_blocks_of_minus_infinity_give_no_nan(block_size):
-    """-inf in the first blocks (the running maximum is still -inf), in a middle
-    block and at the end; masked entries get exactly 0."""
+    """-inf blocks first (running maximum -inf), in the middle and at the end."""
     x = torch.tensor(
         [
             [NEG_INF, NEG_INF, NEG_INF, NEG_INF, 1.0, 2.0, 0.5, -3.0],
@@ -150,8 +148,7 @@ def test_tiled_attention_equals_pytorch(seed):
 @pytest.mark.parametrize("block_size", [1, 16, 17, 18, 64])
 @pytest.mark.parametrize("is_causal", [False, True])
 def test_every_block_size_on_one_sequence(block_size, is_causal):
-    """T = 17: block sizes 1, T - 1, T and larger than T, with and without the mask,
-    in float64 so that only rounding can differ."""
+    """T = 17 in float64: block sizes 1, T - 1, T and above T, causal or not."""
     gen = torch.Generator().manual_seed(block_size)
     query, key, value = (
         torch.randn(2, 3, 17, 8, generator=gen, dtype=torch.float64) for _ in range(3)
@@ -164,9 +161,7 @@ def test_every_block_size_on_one_sequence(block_size, is_causal):
 
 
 def test_the_scale_is_applied_before_the_running_maximum():
-    """Scores of size 1e5 with a scale of 1e-4: the scaled scores are about 10.
-    Taking the maximum of the unscaled scores and subtracting it from the scaled
-    ones would leave exp(10 - 1e5) = 0 everywhere, and 0 / 0 = NaN."""
+    """Scores of 1e5 scaled by 1e-4: a maximum of unscaled scores would give NaN."""
     gen = torch.Generator().manual_seed(0)
     query = 300 * torch.randn(1, 2, 12, 4, generator=gen)
     key = 300 * torch.randn(1, 2, 12, 4, generator=gen)
@@ -253,8 +248,7 @@ def count_matrix_products(call):
 
 
 def test_the_skipped_tiles_are_really_not_computed():
-    """The profiler counts two matrix products (scores, then weights @ values) per
-    tile the returned map says was computed, and no more."""
+    """The profiler counts two matrix products per computed tile, no more."""
     gen = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(1, 2, 24, 4, generator=gen) for _ in range(3))
     for is_causal, n_tiles in ((False, 36), (True, 21)):
@@ -294,8 +288,7 @@ MASK_KINDS = ("bool", "additive", "padding", "window")
 
 
 def masked_config(seed):
-    """Random inputs and one mask of each kind in turn, with a block size that
-    divides the length, or does not."""
+    """Random inputs, one mask of each kind in turn, and a block size."""
     rng = random.Random(seed)
     gen = torch.Generator().manual_seed(seed)
     kind = MASK_KINDS[seed % len(MASK_KINDS)]
@@ -332,10 +325,7 @@ def blocked_queries(mask, scores_shape):
 
 @pytest.mark.parametrize("seed", range(N_MASKED))
 def test_tiled_attention_with_a_mask_equals_pytorch(seed):
-    """float32: the largest difference over these cases is 1.7e-6, rounding (the
-    additions run in another order), so a tolerance of 1e-5 leaves a margin of
-    about 6, while a wrong rescale or a needed tile skipped moves outputs by far
-    more than that."""
+    """float32: rounding differs by at most 1.7e-6 here, well inside 1e-5."""
     query, key, value, mask, block_size, scale = masked_config(seed)
     output = tiled_attention(
         query, key, value, attn_mask=mask, block_size=block_size, scale=scale
@@ -376,9 +366,7 @@ def mask_tiles(mask, T_q, T_k, block_size):
 @pytest.mark.parametrize("block_size", [1, 4, 5, 16, 17, 64])
 @pytest.mark.parametrize("kind", ["window", "padding", "additive"])
 def test_masks_at_every_block_size_on_one_sequence(block_size, kind):
-    """T = 17 in float64, so that only rounding can differ: a window of 4,
-    padding (the second sequence has no real token) and a band of 0 / -inf with
-    ALiBi-like distances added."""
+    """T = 17 in float64: a window, padding only, and a band with ALiBi-like bias."""
     gen = torch.Generator().manual_seed(block_size)
     query, key, value = (
         torch.randn(2, 3, 17, 8, generator=gen, dtype=torch.float64) for _ in range(3)
@@ -397,8 +385,7 @@ def test_masks_at_every_block_size_on_one_sequence(block_size, kind):
 
 
 def test_tiles_the_mask_blocks_are_really_not_computed():
-    """A window of 4 over 24 tokens in blocks of 4: 11 of the 36 tiles hold a
-    visible key; the profiler counts two matrix products for each, no more."""
+    """A window of 4 over 24 tokens in blocks of 4: 11 of 36 tiles computed."""
     gen = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(1, 2, 24, 4, generator=gen) for _ in range(3))
     window = sliding_window_mask(24, 4)
@@ -416,9 +403,7 @@ def test_tiles_the_mask_blocks_are_really_not_computed():
 
 
 def test_a_query_with_no_visible_key_has_zero_output_and_zero_gradients():
-    """The first sequence's first 5 queries see no key (a (B, 1, T_q, T_k) mask):
-    zeros out, no NaN in the gradients, which equal those of the course's
-    scaled_dot_product_attention."""
+    """Queries that see no key: zero output, gradients as the course's attention."""
     gen = torch.Generator().manual_seed(6)
     inputs = [torch.randn(2, 2, 9, 4, generator=gen) for _ in range(3)]
     mask = torch.rand(2, 1, 9, 9, generator=gen) < 0.6
@@ -443,14 +428,7 @@ def test_a_query_with_no_visible_key_has_zero_output_and_zero_gradients():
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("is_causal", [False, True])
 def test_half_precision_is_as_accurate_as_pytorchs_kernel(dtype, is_causal):
-    """T = 1024 in bfloat16 or float16, against float64 on the same rounded
-    inputs. No output in ``dtype`` can be closer to the exact one than rounding
-    it to the nearest number of ``dtype``: that is the least error possible,
-    PyTorch's included. With float32 sums, ours is that rounding plus the float32
-    error of the same loop (below 1e-6 here); twice that float32 error is the
-    margin. With the running sums kept in bfloat16, the error on these inputs was
-    3.1 times PyTorch's without a mask and 2.3 times with it (0.0128 against
-    0.0057)."""
+    """T = 1024 in half precision: within rounding plus float32 loop error."""
     gen = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(1, 4, 1024, 64, generator=gen).to(dtype) for _ in range(3))
     exact = F.scaled_dot_product_attention(

@@ -189,8 +189,7 @@ def test_mask_explorer_validates_its_arguments(projected):
 
 @pytest.fixture
 def explorer_without_widgets(monkeypatch):
-    """A fresh import of ``attn_course.explorer`` in a Python where ``import
-    ipywidgets`` fails; the original module comes back after the test."""
+    """``attn_course.explorer`` imported afresh where ``import ipywidgets`` fails."""
     import importlib
     import sys
 
@@ -288,9 +287,7 @@ EXPLORER_CALL = re.compile(
 
 
 def test_every_chapter_cell_that_shows_an_explorer_is_tagged_with_its_still():
-    """The website marks and shows explorers by the cell tag ``explorer``
-    (tools/sphinx_explorers.py): a cell that ends by showing one carries it, a
-    figure caption, name and alt text, and a stored still."""
+    """A cell showing an explorer is tagged, with caption, name, alt text, still."""
     shown = 0
     for path in chapter_notebooks():
         for cell in nbformat.read(path, as_version=4).cells:

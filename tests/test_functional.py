@@ -195,8 +195,7 @@ def test_dropout_keeps_the_weights_right_on_average():
 
 
 def test_dropout_without_a_generator_draws_like_nn_dropout():
-    """Same manual_seed -> the same mask as nn.Dropout applied to the weights, so code
-    written with nn.Dropout (as in the seeds) gives the same numbers."""
+    """After the same manual_seed, the same mask as nn.Dropout on the weights."""
     query, key, value = dropout_inputs()
     _, weights = scaled_dot_product_attention(query, key, value, return_weights=True)
     with torch.random.fork_rng():
@@ -407,8 +406,7 @@ N_GQA = 60
 
 
 def gqa_config(seed):
-    """Random grouped-query inputs: (..., H_q, T_q, d_k) queries against
-    (..., H_kv, T_k, d_k) keys, with a mask, the causal mask or none, and a scale."""
+    """Random grouped-query inputs with a mask, the causal mask or none."""
     rng = random.Random(seed)
     gen = torch.Generator().manual_seed(seed)
     batch = [rng.randint(1, 3) for _ in range(seed % 2)]
@@ -461,8 +459,7 @@ def test_gqa_matches_torch(seed):
 
 
 def test_gqa_query_head_h_reads_key_value_head_h_over_group():
-    """6 query heads, 2 key/value heads: query heads 0-2 read head 0, 3-5 read
-    head 1 (consecutive groups, as repeat_interleave makes them)."""
+    """6 query heads, 2 key/value heads: heads 0-2 read 0, heads 3-5 read 1."""
     query, key, value = qkv((2, 6, 3, 4), (2, 2, 5, 4), (2, 2, 5, 3))
     output, weights = scaled_dot_product_attention(
         query, key, value, is_causal=True, enable_gqa=True, return_weights=True

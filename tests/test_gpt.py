@@ -58,8 +58,7 @@ TORCH_ACTIVATIONS = {
 
 
 def torch_layer_from(block, d_model, num_heads, d_ff, norm_first, **settings):
-    """``nn.TransformerEncoderLayer`` holding ``block``'s weights; ``settings``
-    are ``dropout`` (default 0) and ``activation`` (default "gelu")."""
+    """An ``nn.TransformerEncoderLayer`` holding ``block``'s weights."""
     activation = settings.get("activation", "gelu")
     layer = nn.TransformerEncoderLayer(
         d_model,
@@ -117,9 +116,7 @@ def test_the_block_equals_pytorchs_encoder_layer_with_a_causal_mask(
 
 
 class FixedDropout(nn.Module):
-    """Dropout whose mask comes from its own seed, drawn in the logical order of the
-    input. nn.Dropout draws in memory order, and PyTorch's attention output is a
-    transposed view, so the same seed gives two layers different masks there."""
+    """Dropout seeded on its own, in logical order (nn.Dropout follows memory)."""
 
     def __init__(self, p, seed):
         super().__init__()

@@ -31,8 +31,7 @@ def test_causal_mask_lets_query_i_see_keys_up_to_offset_plus_i(T_q, T_k, offset)
 
 @pytest.mark.parametrize("T_q, T_k", [(1, 6), (3, 7), (5, 5)])
 def test_causal_mask_of_a_cache_is_the_last_rows_of_the_square_mask(T_q, T_k):
-    """T_q new tokens after T_k - T_q cached ones: offset=T_k - T_q is PyTorch's
-    bottom-right causal mask, causal_lower_right."""
+    """offset=T_k - T_q is PyTorch's bottom-right mask, causal_lower_right."""
     past = T_k - T_q
     mask = causal_mask(T_q, T_k, offset=past)
     assert torch.equal(mask, causal_mask(T_k)[past:])

@@ -1,6 +1,5 @@
-"""``attn_course.modules``: parity with the seeds (rewritten below as reference
-classes: same parameters in the same order, -inf masking before the division by
-sqrt(d), ``nn.Dropout`` on the weights), behaviour, PyTorch's attention, errors."""
+"""``attn_course.modules``: parity with the seeds (rewritten below), behaviour,
+PyTorch's attention, errors."""
 
 import random
 import re
@@ -33,8 +32,7 @@ SEED_TOL = {"atol": 1e-6, "rtol": 1e-6}
 
 @pytest.fixture(autouse=True)
 def _keep_global_rng():
-    """Tests call torch.manual_seed like the seeds do, and building modules or
-    dropout draws from the global RNG; restore it afterwards."""
+    """Tests seed the global RNG as the seeds do; restore it afterwards."""
     with torch.random.fork_rng():
         yield
 
@@ -625,8 +623,7 @@ def construct(name, **changes):
 
 
 def _constructor_errors():
-    """A size that is 0, negative or not an int, and a bad dropout, for every
-    argument of every module: the message shows the whole call."""
+    """Sizes 0, negative or not an int, and bad dropouts, for every argument."""
     rows = {}
     for name, (_, kwargs) in CONSTRUCTORS.items():
         for arg in kwargs:

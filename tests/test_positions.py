@@ -1,6 +1,5 @@
-"""Position information in ``attn_course.positions``: sinusoidal vectors, RoPE in
-both layouts, and ALiBi's slopes and bias, each checked against the papers'
-definitions written out again here, independently of the package."""
+"""``attn_course.positions``: sinusoidal vectors, RoPE and ALiBi against the papers'
+definitions written out again here."""
 
 import cmath
 import itertools
@@ -48,8 +47,7 @@ def test_there_is_one_copy_of_sinusoidal_positions():
 
 
 def rope_by_rotation_matrices(x, positions, base, interleaved):
-    """RoPE one token and one pair at a time, with an explicit 2x2 rotation matrix
-    built from math.cos and math.sin, in float64."""
+    """RoPE one token and pair at a time, with explicit 2x2 rotations, in float64."""
     x = x.double()
     d = x.shape[-1]
     out = x.clone()
@@ -74,8 +72,7 @@ def rope_by_rotation_matrices(x, positions, base, interleaved):
 
 
 def rope_by_complex_numbers(x, positions, base):
-    """Interleaved RoPE as the original LLaMA code thinks of it: pair (2i, 2i+1)
-    is the complex number x_2i + i x_2i+1, multiplied by e^(i theta)."""
+    """Interleaved RoPE as LLaMA's code: pairs as complex numbers times e^(i theta)."""
     rows = []
     d = x.shape[-1]
     for t, m in enumerate(positions):
@@ -189,9 +186,7 @@ def test_the_layouts_agree_after_the_permutation(shape):
 
 
 def test_a_layout_mismatch_is_right_on_the_diagonal_only():
-    """Queries and keys meant for one layout, rotated with the other: the scores at
-    distance 0 are exact, so the first token's causal output is right; every
-    other score is wrong."""
+    """Rotated in the other layout: distance-0 scores right, every other wrong."""
     generator = torch.Generator().manual_seed(3)
     q, k, v = torch.randn(3, 20, 16, generator=generator)
     meant = apply_rope(q, interleaved=True) @ apply_rope(k, interleaved=True).T
@@ -268,10 +263,7 @@ def test_alibi_bias_is_plus_zero_on_the_diagonal():
 
 @pytest.mark.parametrize("T_q, T_k", [(1, 6), (3, 7), (2, 5), (5, 5)])
 def test_alibi_bias_and_causal_mask_agree_for_any_lengths(T_q, T_k):
-    """Combined as a float mask, the default bias and mask give every key a query
-    may see ALiBi's -slope * (i - j), with query i at position i (top-left); with
-    offset=T_k - T_q (the newest T_q of T_k tokens, a KV cache) both are the last
-    T_q rows of their T_k x T_k versions, and so is the attention they give."""
+    """Bias and causal mask agree, top-left and with a cache's offset."""
     H, past = 4, T_k - T_q
     slopes = alibi_slopes(H)[:, None, None]  # (H, 1, 1)
     i, j = torch.arange(T_q)[:, None], torch.arange(T_k)[None, :]  # (T_q, 1), (1, T_k)
@@ -302,8 +294,7 @@ def test_alibi_bias_and_causal_mask_agree_for_any_lengths(T_q, T_k):
 
 
 def test_future_entries_do_not_matter_under_a_causal_mask():
-    """The paper's code adds slope * j to every row; with a causal mask both
-    biases give the same attention weights."""
+    """The paper's slope * j bias gives the same weights under a causal mask."""
     H, T = 4, 6
     scores = torch.randn(H, T, T)
     causal = torch.ones(T, T, dtype=torch.bool).tril()
@@ -451,9 +442,7 @@ def test_errors_teach(call, error, fragments, raises_teaching):
 
 
 def yarn_theta_from_the_paper(d, base, s, L, alpha, beta):
-    """YaRN's "NTK-by-parts" (Peng et al. 2023, eq. 15-18), one pair at a time:
-    wavelength lambda = 2 pi / theta, r = L / lambda, ramp gamma(r), then
-    h(theta) = (1 - gamma) theta / s + gamma theta."""
+    """YaRN's NTK-by-parts frequencies (Peng et al. 2023, eq. 15-18), pair by pair."""
     out = []
     for i in range(d // 2):
         theta = base ** (-2 * i / d)

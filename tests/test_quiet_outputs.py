@@ -32,9 +32,7 @@ def _model(name: str, **state) -> dict:
 
 
 def _widget_notebook(ids: list[str]) -> nbformat.NotebookNode:
-    """A notebook as nbclient leaves it: a VBox holding a slider and an output
-    widget (which shows a nested widget), a second displayed widget, and a style
-    model that nothing refers to. ``ids`` are the seven random model ids."""
+    """A VBox (slider, output with a nested button), a label, an orphan style."""
     box, slider, output, nested, label, loose, orphan = ids
     state = {
         # in the order a kernel might create them: not the order they are reached

@@ -127,9 +127,7 @@ def test_the_parameter_counts_follow_the_sizes(vocabs):
 
 
 def test_the_summary_decoder_reads_the_last_state_at_every_step(vocabs):
-    """Cho et al. (2014): s_0 = c, s_i = GRU([y_(i-1); c], s_(i-1)), logits from
-    [s_i; c], with c the encoder's state after the last real word, written out
-    step by step with the weights of the model's GRU."""
+    """Cho et al. (2014), written out step by step with the model's GRU weights."""
     src_vocab, tgt_vocab = vocabs
     torch.manual_seed(0)
     model = GRUSeq2Seq(
@@ -149,8 +147,7 @@ def test_the_summary_decoder_reads_the_last_state_at_every_step(vocabs):
 
 
 def test_attention_is_the_summary_decoder_with_a_new_context_at_every_step(vocabs):
-    """Give the attention decoder the summary decoder's weights and an attention
-    that always returns the encoder's last state: both give the same logits."""
+    """With the summary's weights and a last-state attention: the same logits."""
     src_vocab, tgt_vocab = vocabs
     torch.manual_seed(0)
     S, V = len(src_vocab), len(tgt_vocab)
@@ -223,8 +220,7 @@ def test_exact_match_by_length_splits_exact_match(vocabs):
     references = {n: data.tgt_out[lengths == n] for n in set(lengths.tolist())}
 
     class Copy(GRUSeq2Seq):
-        """Writes the reference itself on sentences of 6 words or fewer, and
-        <eos> at once (wrong) on longer ones."""
+        """The reference on sentences of 6 words or fewer, <eos> on longer ones."""
 
         def decode(self, tgt_in, memory, src_mask, *, return_weights=False):
             B, T = tgt_in.shape

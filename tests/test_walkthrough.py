@@ -1,5 +1,5 @@
-"""Tests for attn_course.walkthrough: what one query sees (Chapter 1) and what a
-causal mask lets through (Chapter 3), as pure functions."""
+"""``attn_course.walkthrough``: what one query sees (Chapter 1) and what a causal
+mask lets through (Chapter 3)."""
 
 import math
 

@@ -1,12 +1,5 @@
-"""JupyterLab renders the course's MyST, as `make lab` shows it.
-
-A JupyterLab server of the pinned environment (with its MyST extension) runs on a
-copy of Chapter 1 in a temporary folder, with settings of its own: every cell is
-rendered at once (no windowing) and no news is fetched. The check opens the notebook
-in the session's Chromium and reads what a learner sees: exercises and admonitions
-with their titles (no raw directive, no ``:label:``), math typeset (by KaTeX), and
-each solution collapsed under its check.
-"""
+"""JupyterLab renders the course's MyST (``make lab``): titles, KaTeX math and
+collapsed solutions in a copy of Chapter 1, read in Chromium."""
 
 from __future__ import annotations
 

@@ -132,8 +132,7 @@ async def _open(context, site_url: str, name: str):
 
 
 async def _poll(page, script: str, arg, done) -> object:
-    """Evaluate ``script`` until ``done(value)`` holds or SETTLE_S has passed, and
-    return the last value (transitions and dialogs take a moment to settle)."""
+    """Evaluate ``script`` until ``done(value)`` or SETTLE_S; the last value."""
     deadline = time.monotonic() + SETTLE_S
     while True:
         value = await page.evaluate(script, arg)
@@ -185,8 +184,7 @@ def phone_widths(browser, phone, site_url) -> dict[str, dict]:
 
 @pytest.mark.parametrize("name", sorted(PAGES))
 def test_no_page_scrolls_sideways_on_a_phone(name, phone_widths):
-    """At 390 px the page is no wider than the window, with every box closed and
-    with every box (solutions, deep dives) open."""
+    """At 390 px no page is wider than the window, boxes closed or open."""
     widths = phone_widths[name]
     assert not widths["problems"], f"{name}:\n" + "\n".join(widths["problems"])
     for state in ("closed", "opened"):
@@ -202,8 +200,7 @@ def test_no_page_scrolls_sideways_on_a_phone(name, phone_widths):
 
 
 def _chapter_hrefs() -> set[str]:
-    """The sidebar's links from Chapter 1's page to every other core chapter (the
-    link to the page itself is ``#``)."""
+    """The sidebar's links from Chapter 1 to every other core chapter."""
     here = CHAPTER.rsplit("/", 1)[-1]
     return {path.with_suffix(".html").name for path in core_chapters()} - {here}
 
@@ -312,8 +309,7 @@ async def _fold(context, site_url: str) -> dict:
 
 
 def test_the_menu_button_folds_the_sidebar_on_a_desktop(browser, site_url):
-    """At 1280 px the sidebar shows the chapters; the menu button hides them and
-    shows them again, without opening the phone's drawer."""
+    """At 1280 px the menu button hides the chapters and shows them again."""
     result = browser.run(_fold(browser.context, site_url))
     assert not result["problems"], "\n".join(result["problems"])
     wanted = _chapter_hrefs()
@@ -429,9 +425,7 @@ def test_a_toggle_reached_with_tab_shows_a_focus_ring(browser, site_url, kind, m
 
 
 def colab_link(config: dict, notebook: str) -> str:
-    """The Colab address of the portable copy of ``notebook`` (a path from the book's
-    root): the branch ``launch_buttons.colab_branch`` of the repository holds the
-    copies at the same paths (``tools/portable.py``, README.md)."""
+    """The Colab address of the portable copy of ``notebook`` (tools/portable.py)."""
     colab = config["launch_buttons"]["colab_url"].rstrip("/")
     branch = config["launch_buttons"]["colab_branch"]
     owner_and_name = config["repository"]["url"].removeprefix("https://github.com/")

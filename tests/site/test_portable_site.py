@@ -1,9 +1,5 @@
-"""The built website hands out portable notebooks (tools/portable.py): the download
-button's copy of each chapter installs the course's package in its first cell, and
-the Colab button opens that copy on the branch the publishing workflow fills.
-
-Reads ``_build/html`` only (no browser); run after ``jupyter-book build``.
-"""
+"""The built website hands out portable notebooks (tools/portable.py): downloads
+install the package in their first cell; Colab opens the copy on its branch."""
 
 from __future__ import annotations
 

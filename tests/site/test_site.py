@@ -1,16 +1,5 @@
-"""Browser check of the built website, with the network cut off.
-
-Run after ``jupyter-book build`` (``make site-check``; ``make test`` does both). Each
-page of the table of contents is served from ``_build/html`` on 127.0.0.1 and opened in
-headless Chromium, where every request to any other host is refused. A page passes when
-it loads with no console errors and no failed requests, its math is typeset by the
-MathJax copy served from the site itself, and every figure has loaded. With
-``SCREENSHOTS=1`` (``make screenshots``) a full-page screenshot of each page is written
-to ``_build/screenshots/``.
-
-Every page is loaded once, a few at a time, in the session's one browser (see
-``conftest.py``); the tests then read what was recorded for their page.
-"""
+"""Every page of the built website in headless Chromium, network cut off: no
+console errors or failed requests, math typeset, figures loaded (``SCREENSHOTS=1``)."""
 
 from __future__ import annotations
 
@@ -171,8 +160,7 @@ class Visit:
 
 
 async def load(page, log: PageLog, url: str) -> None:
-    """Open ``url`` in ``page`` (whose requests ``log`` routes and records) and wait
-    until MathJax has typeset the page and no request has been open for a while."""
+    """Open ``url`` and wait until MathJax is done and the requests are quiet."""
     response = await page.goto(url, wait_until="load")
     if url.startswith("http") and (response is None or not response.ok):
         status = response.status if response is not None else "no response"
@@ -239,8 +227,7 @@ async def _visit_all(context, site_url: str) -> dict[str, Visit]:
 
 @pytest.fixture(scope="session")
 def visits(browser, site_url) -> dict[str, Visit]:
-    """Every page of the table of contents, and Chapter 1 opened from disk, each
-    loaded once: ``{page name: Visit}``, the disk visit under ``file://<name>``."""
+    """Every page once, and Chapter 1 from disk (``file://<name>``): {name: Visit}."""
     return browser.run(_visit_all(browser.context, site_url))
 
 
@@ -304,8 +291,7 @@ def test_every_figure_has_a_numbered_caption_and_alt_text(visited):
 
 
 def test_no_figure_is_shown_below_three_quarters_of_its_size(visited):
-    """At 1280 px every figure is shown at >= 75 % of the width it was drawn for,
-    and it was drawn at twice that width (sharp on high-resolution screens)."""
+    """At 1280 px every figure shows at >= 75 % of its width, drawn at twice it."""
     name, visit = visited
     problems = []
     for image in _figures(name, visit):
