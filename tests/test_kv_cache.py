@@ -32,9 +32,7 @@ def _gpt(num_kv_heads=None, positions="learned", context_length=24, seed=0):
     return GPT(config).eval()
 
 
-# ---------------------------------------------------------------------------------
-# Grouped-query attention
-# ---------------------------------------------------------------------------------
+# --- Grouped-query attention
 
 
 def test_as_many_key_value_heads_as_query_heads_is_multi_head_attention():
@@ -104,9 +102,7 @@ def test_the_trace_names_the_key_value_heads():
     assert "queries.transpose  (1, 4, 6, 2)  (B, H, T, d)" in text
 
 
-# ---------------------------------------------------------------------------------
-# The cache
-# ---------------------------------------------------------------------------------
+# --- The cache
 
 
 @pytest.mark.parametrize("num_kv_heads", [4, 2, 1])
@@ -236,9 +232,7 @@ def test_the_cache_size_formula_checks_its_arguments():
         kv_cache_numbers(1, 1, 1, 1, batch=-1)
 
 
-# ---------------------------------------------------------------------------------
-# The storage: reserved once, written in place
-# ---------------------------------------------------------------------------------
+# --- The storage: reserved once, written in place
 
 
 def test_appending_within_the_capacity_writes_into_the_same_storage():

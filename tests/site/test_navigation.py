@@ -149,8 +149,7 @@ def phone(browser):
     browser.run(context.close())
 
 
-# ---------------------------------------------------------------------------------
-# No page scrolls sideways on a phone
+# --- No page scrolls sideways on a phone
 
 
 async def _overflow(context, site_url: str, name: str) -> dict:
@@ -195,8 +194,7 @@ def test_no_page_scrolls_sideways_on_a_phone(name, phone_widths):
         )
 
 
-# ---------------------------------------------------------------------------------
-# The menu and contents buttons
+# --- The menu and contents buttons
 
 
 def _chapter_hrefs() -> set[str]:
@@ -320,8 +318,7 @@ def test_the_menu_button_folds_the_sidebar_on_a_desktop(browser, site_url):
     assert not result["dialog_open"], "at 1280 px the menu opened the phone's drawer"
 
 
-# ---------------------------------------------------------------------------------
-# A focus ring on the toggles of solutions and deep dives
+# --- A focus ring on the toggles of solutions and deep dives
 
 
 def _rgb(colour: str) -> tuple[float, ...]:
@@ -420,8 +417,7 @@ def test_a_toggle_reached_with_tab_shows_a_focus_ring(browser, site_url, kind, m
     )
 
 
-# ---------------------------------------------------------------------------------
-# Colab launch links
+# --- Colab launch links
 
 
 def colab_link(config: dict, notebook: str) -> str:
