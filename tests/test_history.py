@@ -194,11 +194,7 @@ def test_a_length_run_is_seeded_and_scores_what_it_says():
     table = exact_match_by_length(model, test)
     assert result["by_length"] == [[n, a, c] for n, (a, c) in table.items()]
     assert result["parameters"] == seq2seq.count_parameters(model)
-    assert (result["model"], result["seed"], result["epochs"]) == (
-        "GRU + summary",
-        3,
-        1,
-    )
+    assert [result[k] for k in ("model", "seed", "epochs")] == ["GRU + summary", 3, 1]
 
 
 @pytest.fixture(scope="module")

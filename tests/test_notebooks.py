@@ -148,19 +148,19 @@ def _code_cells(notebook):
     return [cell for cell in notebook.cells if cell.cell_type == "code"]
 
 
-def test_a_cleared_execution_count_is_caught(chapter_copy):
+@pytest.mark.parametrize(
+    "damage, problem",
+    [
+        (lambda cells: setattr(cells[2], "execution_count", None), "execution counts"),
+        (lambda cells: setattr(cells[1], "outputs", []), "no stored output"),
+    ],
+)
+def test_a_damaged_run_is_caught(chapter_copy, damage, problem):
     copy, notebook = chapter_copy(FIRST_CHAPTER)
     assert not stored_output_problems(copy)
-    _code_cells(notebook)[2].execution_count = None
+    damage(_code_cells(notebook))
     nbformat.write(notebook, copy)
-    assert any("execution counts" in p for p in stored_output_problems(copy))
-
-
-def test_a_deleted_output_is_caught(chapter_copy):
-    copy, notebook = chapter_copy(FIRST_CHAPTER)
-    _code_cells(notebook)[1].outputs = []
-    nbformat.write(notebook, copy)
-    assert any("no stored output" in p for p in stored_output_problems(copy))
+    assert any(problem in p for p in stored_output_problems(copy))
 
 
 @pytest.fixture

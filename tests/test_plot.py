@@ -503,21 +503,6 @@ def test_errors_teach(call, error, fragments, raises_teaching):
     raises_teaching(call, error, fragments)
 
 
-def test_positions_are_labelled_every_few_where_room_is_short_and_tokens_all():
-    from attn_course.plot import _rotate, _thinned
-
-    positions = [str(i) for i in range(16)]
-    assert _thinned(positions, room=12, needed=10) == positions  # room enough
-    every_2nd = [str(i) if i % 2 == 0 else "" for i in range(16)]
-    assert _thinned(positions, room=8, needed=15) == every_2nd
-    assert _thinned(positions, room=4, needed=15)[:6] == ["0", "", "", "", "", "5"]
-    chars = list("different missing __")
-    assert _thinned(chars, room=1, needed=15) == chars  # tokens are never dropped
-    assert not _rotate(chars) and not _rotate(positions)
-    assert _rotate(["Your", "journey", "starts"])  # long tokens
-    assert _rotate([f"t{i}" for i in range(12)])  # many tokens of two characters
-
-
 def test_heatmap_grid_can_leave_out_the_colorbar():
     masks = torch.tril(torch.ones(3, 16, 16))
     with_bar = plot.heatmap_grid(masks, ncols=3)
