@@ -31,66 +31,35 @@ def _model(name: str, **state) -> dict:
     }
 
 
+def _view(text: str, model_id: str) -> dict:
+    view = {"model_id": model_id, "version_major": 2, "version_minor": 0}
+    return {"text/plain": text, WIDGET_VIEW: view}
+
+
 def _widget_notebook(ids: list[str]) -> nbformat.NotebookNode:
     """A VBox (slider, output with a nested button), a label, an orphan style."""
     box, slider, output, nested, label, loose, orphan = ids
+    shown = {"output_type": "display_data", "data": _view("go", nested), "metadata": {}}
     state = {
         # in the order a kernel might create them: not the order they are reached
         loose: _model("LayoutModel", width="10px"),
         slider: _model("FloatSliderModel", value=1.0, layout=f"IPY_MODEL_{loose}"),
         nested: _model("ButtonModel", description="go"),
-        output: _model(
-            "OutputModel",
-            outputs=[
-                {
-                    "output_type": "display_data",
-                    "data": {
-                        "text/plain": "Button(description='go')",
-                        WIDGET_VIEW: {
-                            "model_id": nested,
-                            "version_major": 2,
-                            "version_minor": 0,
-                        },
-                    },
-                    "metadata": {},
-                }
-            ],
-        ),
+        output: _model("OutputModel", outputs=[shown]),
         box: _model(
             "VBoxModel", children=[f"IPY_MODEL_{slider}", f"IPY_MODEL_{output}"]
         ),
         label: _model("LabelModel", value="done"),
         orphan: _model("DescriptionStyleModel", description_width=""),
     }
-    view = {"version_major": 2, "version_minor": 0}
+    result = new_output("execute_result", data=_view("VBox", box), execution_count=1)
     cells = [
         new_markdown_cell("A box of widgets:"),
-        new_code_cell(
-            "box",
-            execution_count=1,
-            outputs=[
-                new_output(
-                    "execute_result",
-                    data={
-                        "text/plain": "VBox(...)",
-                        WIDGET_VIEW: {"model_id": box, **view},
-                    },
-                    execution_count=1,
-                )
-            ],
-        ),
+        new_code_cell("box", execution_count=1, outputs=[result]),
         new_code_cell(
             "label",
             execution_count=2,
-            outputs=[
-                new_output(
-                    "display_data",
-                    data={
-                        "text/plain": "Label(...)",
-                        WIDGET_VIEW: {"model_id": label, **view},
-                    },
-                )
-            ],
+            outputs=[new_output("display_data", data=_view("Label", label))],
         ),
     ]
     for number, cell in enumerate(cells):
