@@ -9,18 +9,16 @@ import re
 import time
 
 import pytest
-import yaml
 
 from attn_course.plot import contrast_ratio
 from tests.site.test_site import (
-    HTML,
     OPEN_EVERY_BOX,
     PAGES,
     PAGES_AT_ONCE,
     PageLog,
     load,
 )
-from tools.toc import ROOT, chapter_notebooks, core_chapters
+from tools.toc import core_chapters
 
 pytestmark = pytest.mark.site
 
@@ -415,39 +413,3 @@ def test_a_toggle_reached_with_tab_shows_a_focus_ring(browser, site_url, kind, m
     assert facts["changed"] >= 500, (
         f"{kind} toggle, {mode} mode: focus changed only {facts['changed']} pixels"
     )
-
-
-# --- Colab launch links
-
-
-def colab_link(config: dict, notebook: str) -> str:
-    """The Colab address of the portable copy of ``notebook`` (tools/portable.py)."""
-    colab = config["launch_buttons"]["colab_url"].rstrip("/")
-    branch = config["launch_buttons"]["colab_branch"]
-    owner_and_name = config["repository"]["url"].removeprefix("https://github.com/")
-    return f"{colab}/github/{owner_and_name.strip('/')}/blob/{branch}/{notebook}"
-
-
-def test_every_chapter_page_links_to_its_notebook_on_colab():
-    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
-    assert config["repository"]["url"].startswith("https://github.com/"), (
-        "Colab opens notebooks from GitHub: repository.url in _config.yml must be "
-        "a https://github.com/ address"
-    )
-    notebooks = chapter_notebooks()
-    assert notebooks
-    problems = []
-    for path in notebooks:
-        html = (HTML / "chapters" / path.name).with_suffix(".html")
-        if not html.exists():
-            problems.append(f"{html.name}: not built")
-            continue
-        href = colab_link(config, f"chapters/{path.name}")
-        anchor = re.search(
-            rf'<a href="{re.escape(href)}"[^>]*>(.*?)</a>', html.read_text(), re.S
-        )
-        if anchor is None:
-            problems.append(f"{html.name}: no link to {href}")
-        elif "Colab" not in anchor.group(1):
-            problems.append(f"{html.name}: the link to {href} is not labelled Colab")
-    assert not problems, "\n".join(problems)

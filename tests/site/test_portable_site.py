@@ -29,6 +29,8 @@ def test_the_colab_button_opens_the_portable_copy(path):
     # the launch button, and the marker above each explorer (tools/sphinx_explorers.py)
     links = LINK.findall(page)
     assert links and set(links) == {expected}
+    anchor = re.search(rf'<a href="{re.escape(expected)}"[^>]*>(.*?)</a>', page, re.S)
+    assert "Colab" in anchor.group(1), "the link is not labelled Colab"
     # The branch holds the files the workflow uploads: _sources/chapters/*.ipynb.
     copy = nbformat.read(HTML / "_sources" / "chapters" / path.name, as_version=4)
     first = next(cell for cell in copy.cells if cell.cell_type == "code")
