@@ -30,26 +30,18 @@ NEG_INF = float("-inf")
 
 @pytest.mark.parametrize("seed", range(40))
 def test_online_softmax_equals_torch_softmax(seed):
+    """Random shapes, dims and block sizes; the odd seeds in float64."""
     rng = random.Random(seed)
     gen = torch.Generator().manual_seed(seed)
+    dtype, tol = [(torch.float32, 1e-6), (torch.float64, 1e-14)][seed % 2]
     shape = [rng.randint(1, 9) for _ in range(rng.randint(1, 4))]
     dim = rng.randrange(-len(shape), len(shape))
     n = shape[dim]
     block_size = rng.choice([1, max(n - 1, 1), n, n + 3, rng.randint(1, n)])
-    x = torch.randn(shape, generator=gen) * rng.choice([0.1, 1.0, 30.0])
+    x = torch.randn(shape, generator=gen, dtype=dtype) * rng.choice([0.1, 1.0, 30.0])
     expected = torch.softmax(x, dim=dim)
     torch.testing.assert_close(
-        online_softmax(x, block_size, dim=dim), expected, atol=1e-6, rtol=1e-5
-    )
-
-
-@pytest.mark.parametrize("block_size", [1, 2, 3, 7, 8, 100])
-def test_online_softmax_float64_matches_to_rounding(block_size):
-    x = torch.randn(
-        5, 8, generator=torch.Generator().manual_seed(1), dtype=torch.float64
-    )
-    torch.testing.assert_close(
-        online_softmax(x, block_size), torch.softmax(x, -1), atol=1e-14, rtol=1e-13
+        online_softmax(x, block_size, dim=dim), expected, atol=tol, rtol=10 * tol
     )
 
 
@@ -278,10 +270,7 @@ def test_tiled_attention_has_the_gradients_of_attention():
         torch.testing.assert_close(ours, expected, atol=1e-5, rtol=1e-5)
 
 
-# Masks: random bool and additive masks, padding and sliding windows. The random
-# ones force a query that may see no key (its output must be zeros) and a tile that
-# the mask blocks completely (it must be skipped); in a padded batch the last
-# sequence is padding only.
+# Masks: each forces a query that sees no key (zeros) and a fully blocked tile.
 
 N_MASKED = 60
 MASK_KINDS = ("bool", "additive", "padding", "window")
@@ -332,9 +321,7 @@ def test_tiled_attention_with_a_mask_equals_pytorch(seed):
     )
     ours = scaled_dot_product_attention(query, key, value, mask, scale=scale)
     theirs = F.scaled_dot_product_attention(query, key, value, mask, scale=scale)
-    # The course's contract for a query with no visible key: zeros. PyTorch 2.13
-    # gives zeros there too on the CPU; rows where a version gives NaN are
-    # compared with the course's function only.
+    # A query with no visible key gives zeros; where PyTorch gives NaN, ours only.
     blocked = blocked_queries(mask, (*query.shape[:-1], key.size(-2)))
     assert (output.masked_select(blocked) == 0).all()
     torch.testing.assert_close(output, ours, atol=1e-5, rtol=1e-5)
@@ -580,8 +567,7 @@ def test_error_names_the_values_and_the_fix(call, error, fragments, raises_teach
     raises_teaching(call, error, fragments)
 
 
-# Tiled attention checks its inputs with the checks of scaled_dot_product_attention:
-# the same mistake gets the same error, word for word.
+# Tiled attention reports a mistake with scaled_dot_product_attention's words.
 SAME_MISTAKES = {
     "query not a tensor": {"query": [[1.0, 2.0]]},
     "1-D key": {"key": torch.ones(4)},

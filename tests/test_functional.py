@@ -10,8 +10,7 @@ import torch.nn.functional as F
 from attn_course import scaled_dot_product_attention
 
 N_CONFIGS = 120
-# float32: the fused kernel sums in a different order, so tiny rounding differences
-# are expected; values here are of order 1, so 1e-6 is a few float32 ulps.
+# float32: the fused kernel sums in another order; 1e-6 is a few ulps at order 1.
 TOLERANCES = {
     torch.float32: {"atol": 1e-6, "rtol": 1e-6},
     torch.float64: {"atol": 1e-12, "rtol": 1e-12},
@@ -44,8 +43,7 @@ def random_config(seed, dtype):
     if kind == "causal":
         kwargs["is_causal"] = True
     elif kind in ("bool", "float"):
-        # Mask of rank 2 up to the rank of the scores (the full rank half of the
-        # time), with size 1 in some dimensions.
+        # Rank 2 up to the scores' rank, with size 1 in some dimensions.
         start = 0 if rng.random() < 0.5 else rng.randint(0, len(scores_batch))
         mask_batch = [1 if rng.random() < 0.3 else n for n in scores_batch[start:]]
         rows = 1 if rng.random() < 0.2 else T_q
@@ -223,10 +221,7 @@ def sdpa(*args, **kwargs):
     return scaled_dot_product_attention(*args, **inputs)
 
 
-# name: (call, exception type, fragments the message must contain). A fragment is a
-# literal string, or a compiled pattern that must match somewhere in the message.
-# Rows marked "same mistake" use the words that tests/test_masks.py and
-# tests/test_modules.py expect for the same mistake there.
+# "same mistake" rows use the words test_masks.py and test_modules.py expect there.
 ERRORS = {
     "query not a tensor (same mistake)": (
         lambda: sdpa(query=[[1.0, 2.0]]),

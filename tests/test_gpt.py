@@ -46,10 +46,7 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
-# The block's activations and PyTorch's for the same function. The tanh GELU is a
-# function, not an nn.GELU(approximate="tanh") module: with a module PyTorch's
-# layer takes its fast path in eval mode without gradients, which computes the
-# exact GELU whatever the module says.
+# The tanh GELU as a function: with a module, PyTorch's eval fast path uses exact GELU.
 TORCH_ACTIVATIONS = {
     "relu": "relu",
     "gelu": "gelu",
@@ -273,8 +270,7 @@ def test_top_p_keeps_the_smallest_set_of_likeliest_tokens_that_reaches_p():
     # top_k first: tokens 1 and 3, renormalised to 2/3 and 1/3; 0.6 keeps one.
     probs = _sampling_probs(logits, 1.0, top_k=2, top_p=0.6)
     torch.testing.assert_close(probs, torch.tensor([[0.0, 1.0, 0.0, 0.0]]))
-    # temperature first: 2 turns p into sqrt(p), renormalised, and 0.7 now needs
-    # three tokens (0.37 + 0.26 < 0.7), where it needed two at temperature 1.
+    # temperature first: sqrt(p) renormalised, and 0.7 now needs three tokens.
     flatter = p.sqrt() / p.sqrt().sum()
     kept = flatter.clone()
     kept[0, 0] = 0.0

@@ -23,10 +23,7 @@ from attn_course import (
     your_journey,
 )
 
-# The package scales the scores by multiplying with 1 / sqrt(d) and masks after
-# scaling; the seeds mask first and divide by sqrt(d). The two differ by at most a
-# float32 rounding of the scores (about 1e-7 relative), so the outputs, of order 1,
-# agree to well within 1e-6.
+# The seeds mask, then divide by sqrt(d); we scale, then mask: float32 rounding apart.
 SEED_TOL = {"atol": 1e-6, "rtol": 1e-6}
 
 
@@ -318,79 +315,58 @@ def test_wrapper_equals_mha_with_weights_arranged_to_match(num_heads, d_head, qk
 # --- Dropout on the weights: off in eval mode, kept weights scaled by 1 / (1 - p)
 
 
-class SelfAttending:
-    """Call a module on x alone, or on (x, x) for cross-attention."""
-
-    def __init__(self, module):
-        self.module = module
-
-    def __call__(self, x, **kwargs):
-        if isinstance(self.module, CrossAttention):
-            return self.module(x, x, **kwargs)
-        return self.module(x, **kwargs)
+DROPOUT_MODULES = {
+    "CausalAttention": lambda p: CausalAttention(3, 4, 6, p),
+    "MultiHeadAttentionWrapper": lambda p: MultiHeadAttentionWrapper(3, 2, 6, p, 2),
+    "MultiHeadAttention": lambda p: MultiHeadAttention(3, 4, 6, p, 2),
+    "CrossAttention": lambda p: CrossAttention(3, 4, 2, p),
+}
 
 
-def build(name, dropout):
-    """A module with dropout, weights fixed by the seed whatever the dropout."""
+def dropped(name, p):
+    """Module ``name`` with dropout ``p``, its weights fixed by seed 0."""
     torch.manual_seed(0)
-    if name == "CausalAttention":
-        return CausalAttention(3, 4, 6, dropout)
-    if name == "MultiHeadAttentionWrapper":
-        return MultiHeadAttentionWrapper(3, 2, 6, dropout, 2)
-    if name == "MultiHeadAttention":
-        return MultiHeadAttention(3, 4, 6, dropout, 2)
-    return CrossAttention(3, 4, 2, dropout)
+    return DROPOUT_MODULES[name](p)
 
 
-NAMES = [
-    "CausalAttention",
-    "MultiHeadAttentionWrapper",
-    "MultiHeadAttention",
-    "CrossAttention",
-]
+def attend(module):
+    x = torch.rand(2, 6, 3, generator=torch.Generator().manual_seed(1))
+    inputs = (x, x) if isinstance(module, CrossAttention) else (x,)
+    return module(*inputs, return_weights=True)
 
 
-def dropout_inputs():
-    return torch.rand(2, 6, 3, generator=torch.Generator().manual_seed(1))
-
-
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", DROPOUT_MODULES)
 def test_eval_mode_is_deterministic_and_equals_no_dropout(name):
-    x = dropout_inputs()
-    reference = SelfAttending(build(name, 0.0))(x, return_weights=True)
-    module = build(name, 0.5).eval()
+    reference = attend(dropped(name, 0.0))
+    module = dropped(name, 0.5).eval()
     torch.manual_seed(1)
-    first = SelfAttending(module)(x, return_weights=True)
+    first = attend(module)
     torch.manual_seed(2)
-    again = SelfAttending(module)(x, return_weights=True)
+    again = attend(module)
     for ours, expected, repeated in zip(first, reference, again, strict=True):
-        assert torch.equal(ours, expected)
-        assert torch.equal(ours, repeated)
+        assert torch.equal(ours, expected) and torch.equal(ours, repeated)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", DROPOUT_MODULES)
 def test_training_mode_drops_weights_and_rescales_the_kept_ones(name):
-    x, p = dropout_inputs(), 0.4
-    _, weights = SelfAttending(build(name, 0.0))(x, return_weights=True)
-    module = build(name, p)
+    p = 0.4
+    _, weights = attend(dropped(name, 0.0))
+    module = dropped(name, p)
     assert module.training  # a new module is in training mode
     torch.manual_seed(3)
-    _, dropped = SelfAttending(module)(x, return_weights=True)
-    kept = dropped != 0
+    _, after = attend(module)
+    kept = after != 0
     assert kept.any() and (~kept & (weights > 0)).any()  # some kept, some dropped
-    torch.testing.assert_close(dropped[kept], weights[kept] / (1 - p))
-    # Dropout never creates weight where there was none (e.g. future tokens).
-    assert (dropped[weights == 0] == 0).all()
-    # The same seed gives the same dropout mask.
+    torch.testing.assert_close(after[kept], weights[kept] / (1 - p))
+    assert (after[weights == 0] == 0).all()  # no weight where there was none
     torch.manual_seed(3)
-    assert torch.equal(SelfAttending(module)(x, return_weights=True)[1], dropped)
+    assert torch.equal(attend(module)[1], after)  # the same seed, the same mask
 
 
 # --- Against PyTorch's nn.MultiheadAttention and fused attention
 
 N_TORCH_CONFIGS = 20
-# float32, values of order 1, sums over at most 16 terms in a different order than
-# PyTorch's kernels: differences are a few float32 ulps, far below 1e-5.
+# float32 sums of at most 16 terms in another order than PyTorch's: a few ulps.
 TOL = {"atol": 1e-5, "rtol": 1e-5}
 
 
@@ -407,8 +383,7 @@ def random_torch_config(seed):
         "causal": bool(seed & 2),
         "padded": bool(seed & 4),
     }
-    # At least one real token per sequence, and key 0 is always real, so no query
-    # is left with no key at all (PyTorch's module returns NaN for such a query).
+    # Key 0 always real: no query without a key (PyTorch's module gives NaN there).
     config["lengths"] = [rng.randint(1, config["T"]) for _ in range(config["B"])]
     return config
 
