@@ -235,19 +235,6 @@ def test_generate_greedy_top_k_and_seeded_sampling():
     assert model.training is False
 
 
-def test_top_k_never_picks_outside_the_k_most_likely():
-    model = tiny_gpt()
-    prompt = torch.tensor([[4]])
-    with torch.no_grad():
-        allowed = set(torch.topk(model(prompt)[0, -1], 3).indices.tolist())
-    gen = torch.Generator().manual_seed(0)
-    picks = {
-        generate(model, prompt, 1, top_k=3, temperature=2.0, generator=gen)[0, 1].item()
-        for _ in range(60)
-    }
-    assert picks <= allowed and len(picks) > 1
-
-
 def test_top_k_keeps_exactly_k_tokens_among_ties():
     probs = _sampling_probs(torch.tensor([[2.0, 5.0, 5.0, 5.0, 1.0]]), 1.0, top_k=2)
     assert int((probs > 0).sum()) == 2 and probs[0, [0, 4]].eq(0).all()
@@ -285,12 +272,6 @@ def test_top_p_of_one_changes_nothing():
             _sampling_probs(logits, 0.8, top_k, top_p=1.0),
             _sampling_probs(logits, 0.8, top_k),
         )
-    model, prompt = tiny_gpt(), torch.tensor([[1, 2, 3]])
-    runs = [
-        generate(model, prompt, 15, generator=torch.Generator().manual_seed(3), **kw)
-        for kw in ({}, {"top_p": 1.0})
-    ]
-    assert torch.equal(*runs)
 
 
 def test_a_tiny_top_p_keeps_the_most_likely_token_only():

@@ -18,15 +18,10 @@ from tools.toc import ROOT
 
 HTML = ROOT / "_build" / "html"
 CHROMIUM_CANDIDATES = ("chromium", "chromium-browser", "google-chrome")
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+CHROMIUM_FLAGS = (
+    "--no-sandbox --disable-gpu --disable-quic --no-first-run "
+    "--disable-background-networking --disable-component-update --disable-sync"
+).split()
 VIEWPORT = {"width": 1280, "height": 900}
 
 

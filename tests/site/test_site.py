@@ -244,8 +244,7 @@ def test_page_loads_cleanly(visited):
 
 def test_math_is_typeset(visited):
     name, visit = visited
-    assert visit.math is not None, f"{name}: not checked:\n" + "\n".join(visit.problems)
-    facts = visit.math
+    facts = _checked(name, visit, "math")
     assert facts["typeset"] >= facts["math"], (
         f"{name}: {facts['math']} math elements but only {facts['typeset']} typeset "
         "by MathJax"
@@ -258,26 +257,27 @@ def test_math_is_typeset(visited):
 
 def test_figures_have_loaded(visited):
     name, visit = visited
-    assert visit.images is not None, f"{name}: not checked:\n" + "\n".join(
-        visit.problems
-    )
-    broken = [i for i in visit.images if not i["complete"] or i["width"] == 0]
+    broken = [
+        i
+        for i in _checked(name, visit, "images")
+        if not i["complete"] or i["width"] == 0
+    ]
     assert not broken, f"{name}: figures that did not load: {broken}"
     if _is_notebook(PAGES[name]):
         assert visit.images, f"{name}: a chapter notebook must show at least one figure"
 
 
-def _figures(name, visit):
-    assert visit.figures is not None, f"{name}: not checked:\n" + "\n".join(
+def _checked(name, visit, facts):
+    assert getattr(visit, facts) is not None, f"{name}: not checked:\n" + "\n".join(
         visit.problems
     )
-    return visit.figures
+    return getattr(visit, facts)
 
 
 def test_every_figure_has_a_numbered_caption_and_alt_text(visited):
     name, visit = visited
     problems = []
-    for image in _figures(name, visit):
+    for image in _checked(name, visit, "figures"):
         if image["caption"] is None:
             problems.append(f"{image['src']}: not in a figure with a caption")
         elif not re.match(r"Fig\. \d+(\.\d+)*", image["caption"]):
@@ -294,7 +294,7 @@ def test_no_figure_is_shown_below_three_quarters_of_its_size(visited):
     """At 1280 px every figure shows at >= 75 % of its width, drawn at twice it."""
     name, visit = visited
     problems = []
-    for image in _figures(name, visit):
+    for image in _checked(name, visit, "figures"):
         if not image["width"]:
             problems.append(f"{image['src']}: no intended width (re-run make outputs)")
             continue
