@@ -101,16 +101,6 @@ def test_the_encoder_ignores_padding(vocabs, decoder):
     torch.testing.assert_close(logits[1:, :2], model(src[1:, :3], tgt_in[1:, :2]))
 
 
-def test_attention_weights_cover_the_real_source_only(vocabs):
-    src_vocab, tgt_vocab = vocabs
-    model = GRUSeq2Seq(len(src_vocab), len(tgt_vocab), d_model=8, attention=True)
-    src = torch.tensor([[5, 6, 7, 8], [5, 6, 0, 0]])
-    _, weights = model(src, torch.tensor([[1, 5, 6], [1, 7, 8]]), return_weights=True)
-    assert weights.shape == (2, 3, 4)
-    assert (weights[1, :, 2:] == 0).all()
-    torch.testing.assert_close(weights.sum(dim=-1), torch.ones(2, 3))
-
-
 def test_the_parameter_counts_follow_the_sizes(vocabs):
     src_vocab, tgt_vocab = vocabs
     S, V, D = len(src_vocab), len(tgt_vocab), 8

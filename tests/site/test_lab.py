@@ -36,16 +36,13 @@ def lab_url(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("lab")
     (tmp / "notebooks").mkdir()
     shutil.copy(ROOT / "chapters" / NOTEBOOK, tmp / "notebooks" / NOTEBOOK)
-    settings = tmp / "settings" / "@jupyterlab" / "notebook-extension"
-    settings.mkdir(parents=True)
-    (settings / "tracker.jupyterlab-settings").write_text(
-        json.dumps({"windowingMode": "none"})
-    )
-    news = tmp / "settings" / "@jupyterlab" / "apputils-extension"
-    news.mkdir(parents=True)
-    (news / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false"})
-    )
+    for extension, name, setting in (
+        ("notebook-extension", "tracker", {"windowingMode": "none"}),
+        ("apputils-extension", "notification", {"fetchNews": "false"}),
+    ):
+        folder = tmp / "settings" / "@jupyterlab" / extension
+        folder.mkdir(parents=True)
+        (folder / f"{name}.jupyterlab-settings").write_text(json.dumps(setting))
     env = {
         **os.environ,
         "JUPYTERLAB_SETTINGS_DIR": str(tmp / "settings"),
