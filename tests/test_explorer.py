@@ -230,13 +230,8 @@ def test_the_still_draws_the_controls_the_chart_and_the_line_as_they_stand():
     still = app.still()
     controls, chart, line = still.axes
     assert still.get_figwidth() == pytest.approx(6.4)
-    assert [t.get_text() for t in controls.texts] == [
-        "query",
-        "1: shiny",
-        "\u25be",
-        "temperature",
-        "1.00",
-    ]
+    shown = ["query", "1: shiny", "\u25be", "temperature", "1.00"]
+    assert [t.get_text() for t in controls.texts] == shown
     assert chart.get_title() == 'query "shiny", temperature 1.00'
     heights = [bar.get_height() for bar in chart.containers[0]]
     np.testing.assert_allclose(heights, app.state.weights.numpy(), rtol=1e-6)

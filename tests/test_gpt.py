@@ -153,13 +153,8 @@ def test_the_block_equals_pytorchs_encoder_layer_in_training(norm_first, activat
 
 def test_the_feed_forward_defaults_to_relu_and_drops_after_it_and_at_the_end():
     net = FeedForward(4, 8, 0.25).net
-    assert [type(layer) for layer in net] == [
-        nn.Linear,
-        nn.ReLU,
-        nn.Dropout,
-        nn.Linear,
-        nn.Dropout,
-    ]
+    linear, dropout = nn.Linear, nn.Dropout
+    assert [type(layer) for layer in net] == [linear, nn.ReLU, dropout, linear, dropout]
     assert net[2].p == net[4].p == 0.25
 
 

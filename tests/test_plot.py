@@ -136,11 +136,7 @@ def test_grid_accepts_a_list_of_matrices_and_ncols():
     fig = plot.heatmap_grid(matrices, ncols=1, annotate=True)
     panels = fig.axes[:3]
     assert len(fig.axes) == 4
-    assert [ax.get_title() for ax in panels] == [
-        "weights[0]",
-        "weights[1]",
-        "weights[2]",
-    ]
+    assert [ax.get_title() for ax in panels] == [f"weights[{i}]" for i in range(3)]
     assert [len(ax.texts) for ax in panels] == [4, 6, 4]
     assert tick_texts(panels[1].get_xticklabels()) == ["0", "1", "2"]
 
@@ -179,11 +175,8 @@ def test_temperature_panel_one_panel_per_temperature():
     temperatures = (0.01, 1.0, 100.0)
     fig = plot.temperature_panel(tokens, x, 1, temperatures)
     assert len(fig.axes) == 3
-    assert [ax.get_title() for ax in fig.axes] == [
-        "temperature 0.01",
-        "temperature 1",
-        "temperature 100",
-    ]
+    titles = ["temperature 0.01", "temperature 1", "temperature 100"]
+    assert [ax.get_title() for ax in fig.axes] == titles
     assert "shiny" in fig.get_suptitle()
     heights = [
         np.array([bar.get_height() for bar in ax.containers[0]]) for ax in fig.axes

@@ -103,10 +103,8 @@ def test_every_reference_is_renamed_and_the_state_stays_consistent():
     for model_id in re.findall(r'IPY_MODEL_(\w+)|"model_id": "(\w+)"', text):
         assert "".join(model_id) in state
     box, slider, output, nested, label, loose, orphan = (mapping[old] for old in ids)
-    assert state[box]["state"]["children"] == [
-        f"IPY_MODEL_{slider}",
-        f"IPY_MODEL_{output}",
-    ]
+    children = [f"IPY_MODEL_{slider}", f"IPY_MODEL_{output}"]
+    assert state[box]["state"]["children"] == children
     assert state[slider]["state"]["layout"] == f"IPY_MODEL_{loose}"
     nested_view = state[output]["state"]["outputs"][0]["data"][WIDGET_VIEW]
     assert nested_view["model_id"] == nested
