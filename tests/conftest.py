@@ -1,8 +1,5 @@
-"""Shared pytest set-up and fixtures: figures are drawn without a display.
-
-The repository root is on ``sys.path`` (``pythonpath`` in pyproject.toml), so tests
-import the maintainer tools as ``tools.toc`` and ``tools.notebooks``.
-"""
+"""Shared fixtures; figures are drawn without a display, and tests import the
+maintainer tools as ``tools.*`` (the repository root is on ``sys.path``)."""
 
 import os
 import shutil
@@ -16,22 +13,13 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 @pytest.fixture
 def chapter_copy(tmp_path):
-    """A function ``copy(name)`` that copies the chapter notebook ``name`` (a file in
-    ``chapters/``) into the test's temporary folder and returns ``(path, notebook)``:
-    the copy's path and its cells read with nbformat, ready to be changed and saved
-    with ``nbformat.write(notebook, path)``."""
+    """``copy(name)``: chapter ``name`` copied to tmp_path, as ``(path, notebook)``."""
 
     import nbformat  # here, so that runs without notebooks skip its slow import
 
     def copy(name: str):
-        source = CHAPTERS / name
-        if not source.is_file():
-            raise ValueError(
-                f"chapter_copy got {name!r}, which is not a file in {CHAPTERS}; "
-                "pass the name of a chapter notebook, e.g. '01_toy_attention.ipynb'"
-            )
         path = tmp_path / name
-        shutil.copy(source, path)
+        shutil.copy(CHAPTERS / name, path)
         return path, nbformat.read(path, as_version=4)
 
     return copy
@@ -39,8 +27,7 @@ def chapter_copy(tmp_path):
 
 @pytest.fixture
 def projected():
-    """The journey sentence of Chapter 3 projected by a ``CausalAttention`` built
-    with seed 123, as in the chapter: ``(tokens, queries, keys, module)``."""
+    """Chapter 3's journey projected with seed 123: ``(tokens, q, k, module)``."""
     import torch
 
     from attn_course import CausalAttention
@@ -55,8 +42,7 @@ def projected():
 
 @pytest.fixture
 def raises_teaching():
-    """``check(call, error, fragments)``: ``call()`` raises ``error`` and its message
-    contains every fragment (a str, or a compiled pattern to search for)."""
+    """``check(call, error, fragments)``: the message holds each str or pattern."""
 
     def check(call, error, fragments):
         with pytest.raises(error) as info:

@@ -1,6 +1,5 @@
-"""``tools.bench`` (``make bench``): a quick run writes the file the Chapter 9
-notebook reads, with the expected fields, and the peak-memory measure counts what a
-call allocates. Timings are not checked: they depend on the machine."""
+"""``tools.bench`` (``make bench``): a quick run writes the file Chapter 9 reads, and
+the peak-memory measure counts what a call allocates; timings are not checked."""
 
 import dataclasses
 import datetime
@@ -26,9 +25,7 @@ needs_cpu_memory = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):
-    """``python -m tools.bench --quick --threads 1 --out FILE``: (printed text, file
-    contents). One thread, as on a machine shared with other work; torch's thread
-    count is set back afterwards."""
+    """``python -m tools.bench --quick --threads 1``: (printed text, contents)."""
     import contextlib
     import io
 
@@ -78,18 +75,10 @@ def expected_rows(settings, devices):
 
 def test_the_file_names_the_machine_the_versions_and_the_date(quick_run):
     _, results = quick_run
-    assert set(results) == {
-        "date",
-        "machine",
-        "torch",
-        "python",
-        "settings",
-        "memory_note",
-        "reused_memory_env",
-        "rows",
-        "generation",
-        "exp",
-    }
+    assert set(results) == set(
+        "date machine torch python settings memory_note reused_memory_env rows "
+        "generation exp".split()
+    )
     assert results["reused_memory_env"] == bench.REUSE_MEMORY
     date = datetime.datetime.fromisoformat(results["date"])
     assert date.tzinfo is not None
@@ -114,19 +103,10 @@ def test_the_file_has_one_row_per_case_with_every_field(quick_run):
     ]
     assert len(keys) == len(set(keys))
     assert set(keys) == expected_rows(bench.QUICK, devices)
-    fields = {
-        "section",
-        "device",
-        "T",
-        "mask",
-        "method",
-        "block_size",
-        "time_ms",
-        "time_vs_sdpa",
-        "peak_mib",
-        "peak_vs_plain",
-        "faults",
-    }
+    fields = set(
+        "section device T mask method block_size time_ms time_vs_sdpa peak_mib "
+        "peak_vs_plain faults".split()
+    )
     for row in rows:
         assert set(row) == fields
         assert row["time_ms"] > 0 and row["time_vs_sdpa"] > 0
@@ -174,8 +154,7 @@ def test_plain_and_banded_attention_give_pytorchs_results():
 
 
 def expected_generation(settings, devices):
-    """(device, kind, batch, tokens, method) of every generation row a run
-    measures."""
+    """(device, kind, batch, tokens, method) of every generation row a run makes."""
     return {
         (device, kind, batch, tokens, method)
         for device in devices
@@ -200,16 +179,9 @@ def test_generation_has_one_row_per_case_and_its_speedup(quick_run):
     assert set(keys) == expected_generation(bench.QUICK, devices)
     by_key = {key: row for key, row in zip(keys, rows, strict=True)}
     for (device, kind, batch, tokens, _), row in by_key.items():
-        assert set(row) == {
-            "device",
-            "kind",
-            "batch",
-            "tokens",
-            "method",
-            "time_ms",
-            "ms_per_token",
-            "speedup",
-        }
+        assert set(row) == set(
+            "device kind batch tokens method time_ms ms_per_token speedup".split()
+        )
         assert row["time_ms"] > 0
         per_token = 1 if kind == "step" else tokens
         assert row["ms_per_token"] == pytest.approx(row["time_ms"] / per_token, 1e-2)
@@ -265,62 +237,28 @@ def test_the_table_is_printed(quick_run):
 
 def test_a_quick_run_never_replaces_the_stored_results():
     assert bench.default_out(True, False).parent == bench.QUICK_DIR
-    assert (
-        bench.default_out(False, False)
-        == bench.ROOT / "attn_course/measured/bench-cpu.json"
-    )
+    stored = bench.ROOT / "attn_course/measured/bench-cpu.json"  # Chapter 9 reads it
+    assert bench.default_out(False, False) == stored
     assert bench.default_out(False, True).name == "bench-cuda.json"
 
 
 def test_the_ratios_compare_within_one_case():
-    rows = (
-        [
-            {
-                "section": "s",
-                "device": "cpu",
-                "T": 8,
-                "mask": "none",
-                "method": m,
-                "time_ms": t,
-                "peak_mib": p,
-            }
-            for m, t, p in [
-                ("plain", 4.0, 10.0),
-                ("tiled", 3.0, 1.0),
-                ("sdpa", 2.0, 0.5),
-            ]
-        ]
-        + [
-            {
-                "section": "s",
-                "device": "cpu",
-                "T": 16,
-                "mask": "none",
-                "method": m,
-                "time_ms": t,
-                "peak_mib": None,
-            }
-            for m, t in [("plain", 8.0), ("sdpa", 1.0)]
-        ]
-        + [  # a section without a plain row: no fraction of its peak
-            {
-                "section": "w",
-                "device": "cpu",
-                "T": 8,
-                "mask": "window",
-                "method": m,
-                "time_ms": t,
-                "peak_mib": 1.0,
-            }
-            for m, t in [("sdpa", 2.0), ("banded", 1.0)]
-        ]
-    )
+    def row(section, T, method, time_ms, peak_mib):
+        return dict(section=section, device="cpu", T=T, mask="none", method=method,
+                    time_ms=time_ms, peak_mib=peak_mib)  # fmt: skip
+
+    rows = [
+        row("s", 8, "plain", 4.0, 10.0),
+        row("s", 8, "tiled", 3.0, 1.0),
+        row("s", 8, "sdpa", 2.0, 0.5),
+        row("s", 16, "plain", 8.0, None),
+        row("s", 16, "sdpa", 1.0, None),
+        row("w", 8, "sdpa", 2.0, 1.0),  # no plain row: no fraction of its peak
+        row("w", 8, "banded", 1.0, 1.0),
+    ]
     bench.add_ratios(rows)
     assert [r["time_vs_sdpa"] for r in rows] == [2.0, 1.5, 1.0, 8.0, 1.0, 1.0, 0.5]
-    assert [r["peak_vs_plain"] for r in rows] == [1.0, 0.1, 0.05, None, None] + [
-        None,
-        None,
-    ]
+    assert [r["peak_vs_plain"] for r in rows] == [1.0, 0.1, 0.05] + [None] * 4
 
 
 @needs_cpu_memory
@@ -336,8 +274,7 @@ def test_the_cpu_peak_counts_a_tensor_of_known_size(mib):
 
 @needs_cpu_memory
 def test_the_cpu_peak_counts_memory_reused_from_earlier_calls():
-    """Freed 4 MiB blocks stay with the allocator; an allocation reusing one must
-    still count (this is what malloc_trim is for)."""
+    """Memory the allocator reuses still counts (what malloc_trim is for)."""
     for _ in range(3):
         blocks = [torch.ones(4 * MIB_FLOATS) for _ in range(8)]
         del blocks
@@ -347,8 +284,7 @@ def test_the_cpu_peak_counts_memory_reused_from_earlier_calls():
 
 @needs_cpu_memory
 def test_the_cpu_peak_is_the_most_held_at_once_not_the_sum():
-    """Blocks of 40 MiB, which glibc always maps and unmaps on its own (above its
-    32 MiB limit for reusing freed blocks), so that a freed one is gone at once."""
+    """Blocks of 40 MiB, which glibc maps and unmaps on its own."""
 
     def one_after_the_other():
         first = torch.ones(40 * MIB_FLOATS)
@@ -364,9 +300,7 @@ def test_the_cpu_peak_is_the_most_held_at_once_not_the_sum():
 
 @needs_cpu_memory
 def test_plain_attention_holds_scores_and_weights_and_tiled_does_not():
-    """8 heads of 1024 x 1024 scores are 32 MiB: the plain computation holds them
-    and the weights at once; tiled attention a small part of that. (The scores are
-    large enough that the allocator's few MiB of slack cannot decide the test.)"""
+    """8 heads of 1024 x 1024 scores (32 MiB): plain holds two such, tiled little."""
     settings = bench.Settings(batch=1, heads=8, warmup=1, repeats=1)
     methods = bench._with_mask([bench.PLAIN, bench.tiled(128), bench.SDPA], False)
     rows = bench.measure(methods, 1024, "cpu", settings, bench.cpu_peak_mib)
@@ -408,14 +342,7 @@ def test_the_stored_results_are_a_full_run():
 
 
 def test_the_stored_results_show_what_chapter_9_says():
-    """With the causal mask, tiled attention takes at most 1.5 times the time of
-    PyTorch's kernel at T = 1024, and at T = 4096 at most 15 % of the memory of
-    the plain computation; writing 256 tokens with a KV cache is at least 3 times as
-    fast as without, for a batch of 8 sequences and for one. From T = 512 on, the
-    plain computation's scores (48 MiB and more) are mapped afresh at every call, a
-    page fault for each of their pages, and none once the allocator reuses memory,
-    which makes it faster at T = 4096; even then tiled attention is faster with the
-    causal mask. On this CPU exp2 costs more than exp."""
+    """The timings, memory, page faults and exp costs that Chapter 9 states."""
     results = json.loads((bench.DATA / "bench-cpu.json").read_text(encoding="utf-8"))
     rows = {
         (row["section"], row["mask"], row["method"], row["T"]): row

@@ -1,20 +1,8 @@
-"""Tests for attn_course.data: the toy sentences."""
+"""``attn_course.data``: the toy sentences (hello_shiny_sun's are in its doctest)."""
 
 import torch
 
-from attn_course.data import ToySentence, hello_shiny_sun, your_journey
-
-
-def test_hello_shiny_sun_tokens_and_values():
-    sentence = hello_shiny_sun()
-    assert isinstance(sentence, ToySentence)
-    assert sentence.tokens == ("Hello", "shiny", "sun!")
-    expected = torch.tensor(
-        [[0.34, 0.22, 0.54], [0.53, 0.34, 0.98], [0.29, 0.54, 0.93]]
-    )
-    torch.testing.assert_close(sentence.embeddings, expected, rtol=0, atol=0)
-    assert sentence.embeddings.dtype == torch.float32
-    assert sentence.embeddings.shape == (len(sentence.tokens), 3)
+from attn_course.data import hello_shiny_sun, your_journey
 
 
 def test_your_journey_tokens_and_values():
@@ -42,12 +30,3 @@ def test_each_call_returns_a_fresh_tensor():
         first.mul_(0.0)
         assert make().embeddings.abs().sum() > 0
         assert second.abs().sum() > 0
-
-
-def test_toy_sentence_is_a_documented_named_tuple():
-    assert ToySentence._fields == ("tokens", "embeddings")
-    assert "embeddings" in ToySentence.__doc__
-    assert "Shapes" in ToySentence.__doc__
-    tokens, embeddings = hello_shiny_sun()  # unpacks like a pair
-    assert len(tokens) == embeddings.shape[0]
-    assert hello_shiny_sun()._asdict().keys() == {"tokens", "embeddings"}

@@ -1,6 +1,5 @@
-"""Every figure stored in a chapter: one image per cell, drawn at twice its display
-width, no wider than the text column, with a caption, a name and alt text that the
-website shows (myst-nb reads them from the cell's ``mystnb`` metadata)."""
+"""Every figure stored in a chapter: one image per cell, at twice its display width,
+within the text column, with the caption, name and alt text the website shows."""
 
 from __future__ import annotations
 

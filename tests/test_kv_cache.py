@@ -32,9 +32,7 @@ def _gpt(num_kv_heads=None, positions="learned", context_length=24, seed=0):
     return GPT(config).eval()
 
 
-# ---------------------------------------------------------------------------------
-# Grouped-query attention
-# ---------------------------------------------------------------------------------
+# --- Grouped-query attention
 
 
 def test_as_many_key_value_heads_as_query_heads_is_multi_head_attention():
@@ -104,9 +102,7 @@ def test_the_trace_names_the_key_value_heads():
     assert "queries.transpose  (1, 4, 6, 2)  (B, H, T, d)" in text
 
 
-# ---------------------------------------------------------------------------------
-# The cache
-# ---------------------------------------------------------------------------------
+# --- The cache
 
 
 @pytest.mark.parametrize("num_kv_heads", [4, 2, 1])
@@ -236,14 +232,11 @@ def test_the_cache_size_formula_checks_its_arguments():
         kv_cache_numbers(1, 1, 1, 1, batch=-1)
 
 
-# ---------------------------------------------------------------------------------
-# The storage: reserved once, written in place
-# ---------------------------------------------------------------------------------
+# --- The storage: reserved once, written in place
 
 
 def test_appending_within_the_capacity_writes_into_the_same_storage():
-    """Eight single tokens into room for eight: one allocation, no copy of what is
-    stored, and the views hold exactly what torch.cat of the pieces would."""
+    """Eight tokens into room for eight: one storage, holding what cat would."""
     gen = torch.Generator().manual_seed(0)
     layer = LayerCache(capacity=8)
     pieces = [torch.randn(2, 3, 1, 4, generator=gen) for _ in range(8)]
@@ -258,9 +251,7 @@ def test_appending_within_the_capacity_writes_into_the_same_storage():
 
 
 def test_a_full_cache_doubles_so_that_only_a_few_appends_reallocate():
-    """100 single tokens without a capacity: the storage holds 1, 2, 4, ..., 128
-    tokens, so 7 appends move it (the new storage is allocated while the old one
-    is alive, so its address differs) and the other 92 write in place."""
+    """100 tokens without a capacity: the storage doubles, moving 7 times."""
     layer = LayerCache()
     token = torch.ones(1, 2, 1, 4)
     addresses, capacities = [], []

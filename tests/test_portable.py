@@ -1,6 +1,5 @@
-"""The portable copies of the chapters (tools.portable): what the website's download
-and Colab buttons hand out. That one really runs in a Python without the course's
-package is checked in tests/test_workshop.py (``make workshop-check``)."""
+"""The portable copies of the chapters (tools.portable) that the website's download
+and Colab buttons hand out; test_workshop.py runs one without the package."""
 
 from __future__ import annotations
 
@@ -96,8 +95,7 @@ def test_the_copy_shows_each_explorer_as_its_still_with_no_widget_state(copy):
 
 
 def _run_install_cell(source, monkeypatch, *, missing):
-    """Run an install cell's source here with ``missing`` modules reported as not
-    importable and pip not really called; return the pip commands it ran."""
+    """Run an install cell with ``missing`` modules absent; the pip commands."""
     calls = []
 
     def find_spec(name, *args, **kwargs):
@@ -133,9 +131,7 @@ def test_a_chapter_without_explorers_does_not_install_ipywidgets():
 
 
 def test_the_cell_is_silent_where_the_package_is_installed(copy):
-    """Run as a script in this environment (attn_course and ipywidgets are there):
-    no output, and pip is never called (the source it would install from does not
-    exist, so a call would fail)."""
+    """With everything installed: no output, and pip never called."""
     env = dict(os.environ, ATTN_COURSE_SOURCE=str(ROOT / "no-such-wheel.whl"))
     result = subprocess.run(
         [sys.executable, "-c", _install_cells(copy)[0].source],

@@ -1,13 +1,6 @@
-"""Re-running an unchanged notebook leaves its file unchanged.
-
-``make outputs`` stores widget state and outputs; ipywidgets names every widget model
-with a random id, and a cell that prints how long training took shows a new time on
-every run. These tests check, on small notebooks built here (nothing is executed),
-that :func:`tools.notebooks.normalise_widget_ids` gives the same ids on every run and
-keeps the saved widget state consistent, and that
-:func:`tools.notebooks.keep_outputs_if_only_durations_changed` keeps a stored output
-only when nothing but a duration changed.
-"""
+"""Re-running an unchanged notebook leaves its file unchanged: on small notebooks
+built here, ``tools.notebooks.normalise_widget_ids`` gives ipywidgets' random model
+ids the same value on every run and keeps the saved widget state consistent."""
 
 from __future__ import annotations
 
@@ -38,68 +31,35 @@ def _model(name: str, **state) -> dict:
     }
 
 
+def _view(text: str, model_id: str) -> dict:
+    view = {"model_id": model_id, "version_major": 2, "version_minor": 0}
+    return {"text/plain": text, WIDGET_VIEW: view}
+
+
 def _widget_notebook(ids: list[str]) -> nbformat.NotebookNode:
-    """A notebook as nbclient leaves it: a VBox holding a slider and an output
-    widget (which shows a nested widget), a second displayed widget, and a style
-    model that nothing refers to. ``ids`` are the seven random model ids."""
+    """A VBox (slider, output with a nested button), a label, an orphan style."""
     box, slider, output, nested, label, loose, orphan = ids
+    shown = {"output_type": "display_data", "data": _view("go", nested), "metadata": {}}
     state = {
         # in the order a kernel might create them: not the order they are reached
         loose: _model("LayoutModel", width="10px"),
         slider: _model("FloatSliderModel", value=1.0, layout=f"IPY_MODEL_{loose}"),
         nested: _model("ButtonModel", description="go"),
-        output: _model(
-            "OutputModel",
-            outputs=[
-                {
-                    "output_type": "display_data",
-                    "data": {
-                        "text/plain": "Button(description='go')",
-                        WIDGET_VIEW: {
-                            "model_id": nested,
-                            "version_major": 2,
-                            "version_minor": 0,
-                        },
-                    },
-                    "metadata": {},
-                }
-            ],
-        ),
+        output: _model("OutputModel", outputs=[shown]),
         box: _model(
             "VBoxModel", children=[f"IPY_MODEL_{slider}", f"IPY_MODEL_{output}"]
         ),
         label: _model("LabelModel", value="done"),
         orphan: _model("DescriptionStyleModel", description_width=""),
     }
-    view = {"version_major": 2, "version_minor": 0}
+    result = new_output("execute_result", data=_view("VBox", box), execution_count=1)
     cells = [
         new_markdown_cell("A box of widgets:"),
-        new_code_cell(
-            "box",
-            execution_count=1,
-            outputs=[
-                new_output(
-                    "execute_result",
-                    data={
-                        "text/plain": "VBox(...)",
-                        WIDGET_VIEW: {"model_id": box, **view},
-                    },
-                    execution_count=1,
-                )
-            ],
-        ),
+        new_code_cell("box", execution_count=1, outputs=[result]),
         new_code_cell(
             "label",
             execution_count=2,
-            outputs=[
-                new_output(
-                    "display_data",
-                    data={
-                        "text/plain": "Label(...)",
-                        WIDGET_VIEW: {"model_id": label, **view},
-                    },
-                )
-            ],
+            outputs=[new_output("display_data", data=_view("Label", label))],
         ),
     ]
     for number, cell in enumerate(cells):
@@ -143,10 +103,8 @@ def test_every_reference_is_renamed_and_the_state_stays_consistent():
     for model_id in re.findall(r'IPY_MODEL_(\w+)|"model_id": "(\w+)"', text):
         assert "".join(model_id) in state
     box, slider, output, nested, label, loose, orphan = (mapping[old] for old in ids)
-    assert state[box]["state"]["children"] == [
-        f"IPY_MODEL_{slider}",
-        f"IPY_MODEL_{output}",
-    ]
+    children = [f"IPY_MODEL_{slider}", f"IPY_MODEL_{output}"]
+    assert state[box]["state"]["children"] == children
     assert state[slider]["state"]["layout"] == f"IPY_MODEL_{loose}"
     nested_view = state[output]["state"]["outputs"][0]["data"][WIDGET_VIEW]
     assert nested_view["model_id"] == nested
@@ -193,13 +151,12 @@ def test_a_notebook_without_widgets_is_left_alone():
 
 
 @pytest.mark.parametrize(
-    ("call", "message"),
+    "call, fragment",
     [
         (lambda: normalise_widget_ids(new_notebook(), ""), "key must be a non-empty"),
         (lambda: widget_model_id(KEY, -1), "number must be an int >= 0"),
         (lambda: widget_model_id(None, 0), "key must be a non-empty"),
     ],
 )
-def test_bad_arguments_get_clear_errors(call, message):
-    with pytest.raises(ValueError, match=message):
-        call()
+def test_bad_arguments_get_clear_errors(call, fragment, raises_teaching):
+    raises_teaching(call, ValueError, [fragment])

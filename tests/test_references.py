@@ -13,30 +13,14 @@ from tools.toc import ROOT, chapter_pages
 
 CITE = re.compile(r"\{cite(?::[a-z]+)?\}`([^`]*)`")
 # Sources the chapters name, which the bibliography must keep.
-REQUIRED = {
-    "vaswani2017attention",
-    "bahdanau2015neural",
-    "luong2015effective",
-    "shaw2018self",
-    "su2021roformer",
-    "press2022train",
-    "ba2016layer",
-    "he2016deep",
-    "hendrycks2016gaussian",
-    "radford2019language",
-    "devlin2019bert",
-    "raffel2020exploring",
-    "srivastava2014dropout",
-    "xiong2020layer",
-    "dao2022flashattention",
-    "shazeer2019fast",
-    "ainslie2023gqa",
-    "kingma2015adam",
-    "loshchilov2019decoupled",
-    "raschka2024build",
-    "pytorch_sdpa",
-    "pytorch_mha",
-}
+REQUIRED = set(
+    "vaswani2017attention bahdanau2015neural luong2015effective shaw2018self "
+    "su2021roformer press2022train ba2016layer he2016deep hendrycks2016gaussian "
+    "radford2019language devlin2019bert raffel2020exploring srivastava2014dropout "
+    "xiong2020layer dao2022flashattention shazeer2019fast ainslie2023gqa "
+    "kingma2015adam loshchilov2019decoupled raschka2024build pytorch_sdpa "
+    "pytorch_mha".split()
+)
 
 
 def _cited_keys() -> dict[str, set[str]]:

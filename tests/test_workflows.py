@@ -1,7 +1,5 @@
-"""The GitHub Actions workflow that tests the course and publishes its website: what
-publishing relies on in the workflow and in ``_config.yml``. (``make lint`` checks the
-workflows against GitHub's schema.)
-"""
+"""What publishing the website relies on in the GitHub Actions workflow and in
+``_config.yml`` (``make lint`` checks the workflows against GitHub's schema)."""
 
 from __future__ import annotations
 
@@ -80,9 +78,7 @@ def test_the_site_names_its_repository_once_and_ships_a_nojekyll():
 
 
 def test_a_push_to_main_pushes_the_portable_notebooks_to_the_colab_branch():
-    """The Colab button opens chapters/X.ipynb on the branch colab_branch of
-    _config.yml (tools/sphinx_plain.py); only a push to main fills that branch, with
-    the portable copies the build wrote, from a job that may write nothing else."""
+    """Only a push to main fills the Colab branch, from a job writing nothing else."""
     jobs = load(WORKFLOW)["jobs"]
     test, notebooks = jobs["test"], jobs["notebooks"]
     name = next(s for s in test["steps"] if s.get("id") == "portable")

@@ -1,12 +1,5 @@
-"""The built website served on 127.0.0.1, and one headless Chromium for the session.
-
-Every browser check shares one Chromium process and one browser context. Playwright's
-asyncio interface drives it, so that several pages load at the same time; the fixture
-``browser`` hands out the context and a ``run(coroutine)`` that waits for a result.
-
-Where Chromium is missing the checks are skipped with the reason, unless the variable
-``REQUIRE_BROWSER=1`` is set (as CI does), which turns the skip into a failure.
-"""
+"""The built website served on 127.0.0.1 and one headless Chromium for the session;
+without Chromium the checks skip, or fail where ``REQUIRE_BROWSER=1``."""
 
 from __future__ import annotations
 
@@ -25,15 +18,10 @@ from tools.toc import ROOT
 
 HTML = ROOT / "_build" / "html"
 CHROMIUM_CANDIDATES = ("chromium", "chromium-browser", "google-chrome")
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+CHROMIUM_FLAGS = (
+    "--no-sandbox --disable-gpu --disable-quic --no-first-run "
+    "--disable-background-networking --disable-component-update --disable-sync"
+).split()
 VIEWPORT = {"width": 1280, "height": 900}
 
 
@@ -73,8 +61,7 @@ def site_url():
 
 @dataclass
 class Browser:
-    """The session's Chromium: ``context`` is its one browser context (every page
-    opens in it), ``run(coroutine)`` runs Playwright work and returns its result."""
+    """The session's one browser context, and ``run(coroutine)`` to drive it."""
 
     context: Any
     loop: asyncio.AbstractEventLoop

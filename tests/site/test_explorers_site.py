@@ -1,9 +1,5 @@
-"""The explorers on the built website (tools/sphinx_explorers.py): a marker with a
-Colab link above each explorer, its still as a numbered figure, and no saved widget
-state in any page.
-
-Reads ``_build/html`` only (no browser); run after ``jupyter-book build``.
-"""
+"""The explorers on the built website (``_build/html``, no browser): a Colab marker,
+the still as a numbered figure, and no saved widget state."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""JupyterLab renders the course's MyST, as `make lab` shows it.
-
-A JupyterLab server of the pinned environment (with its MyST extension) runs on a
-copy of Chapter 1 in a temporary folder, with settings of its own: every cell is
-rendered at once (no windowing) and no news is fetched. The check opens the notebook
-in the session's Chromium and reads what a learner sees: exercises and admonitions
-with their titles (no raw directive, no ``:label:``), math typeset (by KaTeX), and
-each solution collapsed under its check.
-"""
+"""JupyterLab renders the course's MyST (``make lab``): titles, KaTeX math and
+collapsed solutions in a copy of Chapter 1, read in Chromium."""
 
 from __future__ import annotations
 
@@ -43,16 +36,13 @@ def lab_url(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("lab")
     (tmp / "notebooks").mkdir()
     shutil.copy(ROOT / "chapters" / NOTEBOOK, tmp / "notebooks" / NOTEBOOK)
-    settings = tmp / "settings" / "@jupyterlab" / "notebook-extension"
-    settings.mkdir(parents=True)
-    (settings / "tracker.jupyterlab-settings").write_text(
-        json.dumps({"windowingMode": "none"})
-    )
-    news = tmp / "settings" / "@jupyterlab" / "apputils-extension"
-    news.mkdir(parents=True)
-    (news / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false"})
-    )
+    for extension, name, setting in (
+        ("notebook-extension", "tracker", {"windowingMode": "none"}),
+        ("apputils-extension", "notification", {"fetchNews": "false"}),
+    ):
+        folder = tmp / "settings" / "@jupyterlab" / extension
+        folder.mkdir(parents=True)
+        (folder / f"{name}.jupyterlab-settings").write_text(json.dumps(setting))
     env = {
         **os.environ,
         "JUPYTERLAB_SETTINGS_DIR": str(tmp / "settings"),

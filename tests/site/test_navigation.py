@@ -1,14 +1,5 @@
-"""Finding one's way around the built website: on a phone, on a desktop, with the
-keyboard, and out to Colab.
-
-Run after ``jupyter-book build`` (``make site-check``), with the network cut off as in
-``test_site.py``. At 390 x 844 px (a phone) the menu button opens the chapter drawer,
-the contents button opens the page's contents, and no page scrolls sideways, with its
-collapsed boxes closed or open. At 1280 x 900 px the menu button folds the sidebar
-away and back. A solution's or a deep dive's toggle reached with the Tab key shows a
-focus ring that stands out from its background in light and dark mode. Every chapter
-page links to its notebook on Colab, at the address built from ``_config.yml``.
-"""
+"""Finding one's way around the built website (``make site-check``, network cut off
+as in ``test_site.py``): on a phone, on a desktop, with the keyboard, out to Colab."""
 
 from __future__ import annotations
 
@@ -18,17 +9,16 @@ import re
 import time
 
 import pytest
-import yaml
 
+from attn_course.plot import contrast_ratio
 from tests.site.test_site import (
-    HTML,
     OPEN_EVERY_BOX,
     PAGES,
     PAGES_AT_ONCE,
     PageLog,
     load,
 )
-from tools.toc import ROOT, chapter_notebooks, core_chapters
+from tools.toc import core_chapters
 
 pytestmark = pytest.mark.site
 
@@ -140,8 +130,7 @@ async def _open(context, site_url: str, name: str):
 
 
 async def _poll(page, script: str, arg, done) -> object:
-    """Evaluate ``script`` until ``done(value)`` holds or SETTLE_S has passed, and
-    return the last value (transitions and dialogs take a moment to settle)."""
+    """Evaluate ``script`` until ``done(value)`` or SETTLE_S; the last value."""
     deadline = time.monotonic() + SETTLE_S
     while True:
         value = await page.evaluate(script, arg)
@@ -158,8 +147,7 @@ def phone(browser):
     browser.run(context.close())
 
 
-# ---------------------------------------------------------------------------------
-# No page scrolls sideways on a phone
+# --- No page scrolls sideways on a phone
 
 
 async def _overflow(context, site_url: str, name: str) -> dict:
@@ -193,8 +181,7 @@ def phone_widths(browser, phone, site_url) -> dict[str, dict]:
 
 @pytest.mark.parametrize("name", sorted(PAGES))
 def test_no_page_scrolls_sideways_on_a_phone(name, phone_widths):
-    """At 390 px the page is no wider than the window, with every box closed and
-    with every box (solutions, deep dives) open."""
+    """At 390 px no page is wider than the window, boxes closed or open."""
     widths = phone_widths[name]
     assert not widths["problems"], f"{name}:\n" + "\n".join(widths["problems"])
     for state in ("closed", "opened"):
@@ -205,13 +192,11 @@ def test_no_page_scrolls_sideways_on_a_phone(name, phone_widths):
         )
 
 
-# ---------------------------------------------------------------------------------
-# The menu and contents buttons
+# --- The menu and contents buttons
 
 
 def _chapter_hrefs() -> set[str]:
-    """The sidebar's links from Chapter 1's page to every other core chapter (the
-    link to the page itself is ``#``)."""
+    """The sidebar's links from Chapter 1 to every other core chapter."""
     here = CHAPTER.rsplit("/", 1)[-1]
     return {path.with_suffix(".html").name for path in core_chapters()} - {here}
 
@@ -320,8 +305,7 @@ async def _fold(context, site_url: str) -> dict:
 
 
 def test_the_menu_button_folds_the_sidebar_on_a_desktop(browser, site_url):
-    """At 1280 px the sidebar shows the chapters; the menu button hides them and
-    shows them again, without opening the phone's drawer."""
+    """At 1280 px the menu button hides the chapters and shows them again."""
     result = browser.run(_fold(browser.context, site_url))
     assert not result["problems"], "\n".join(result["problems"])
     wanted = _chapter_hrefs()
@@ -332,35 +316,15 @@ def test_the_menu_button_folds_the_sidebar_on_a_desktop(browser, site_url):
     assert not result["dialog_open"], "at 1280 px the menu opened the phone's drawer"
 
 
-# ---------------------------------------------------------------------------------
-# A focus ring on the toggles of solutions and deep dives
+# --- A focus ring on the toggles of solutions and deep dives
 
 
 def _rgb(colour: str) -> tuple[float, ...]:
+    """A CSS rgb() colour as matplotlib's (r, g, b) in 0..1; see-through fails."""
     values = [float(v) for v in re.findall(r"[\d.]+", colour)]
     if len(values) == 4 and values[3] < 1:
         raise AssertionError(f"the focus ring is see-through: {colour}")
-    return tuple(values[:3])
-
-
-def _luminance(rgb) -> float:
-    def channel(value):
-        value /= 255
-        return value / 12.92 if value <= 0.03928 else ((value + 0.055) / 1.055) ** 2.4
-
-    red, green, blue = (channel(v) for v in rgb)
-    return 0.2126 * red + 0.7152 * green + 0.0722 * blue
-
-
-def contrast(first, second) -> float:
-    """WCAG contrast ratio of two RGB colours (1 to 21)."""
-    dark, light = sorted((_luminance(first), _luminance(second)))
-    return (light + 0.05) / (dark + 0.05)
-
-
-def test_contrast_of_black_on_white_is_21_and_of_a_colour_on_itself_1():
-    assert contrast((0, 0, 0), (255, 255, 255)) == pytest.approx(21)
-    assert contrast((193, 50, 175), (193, 50, 175)) == pytest.approx(1)
+    return tuple(v / 255 for v in values[:3])
 
 
 def _pixels_changed(first: bytes, second: bytes) -> int:
@@ -437,7 +401,10 @@ def test_a_toggle_reached_with_tab_shows_a_focus_ring(browser, site_url, kind, m
     drawn = [r for r in rings if r["style"] != "none" and r["width"] >= 2]
     assert drawn, f"{kind} toggle, {mode} mode: no outline of 2 px or more: {rings}"
     ring = _rgb(drawn[0]["colour"])
-    ratios = [contrast(ring, background) for background in facts["backgrounds"]]
+    ratios = [
+        contrast_ratio(ring, tuple(v / 255 for v in background))
+        for background in facts["backgrounds"]
+    ]
     assert min(ratios) >= MIN_RING_CONTRAST, (
         f"{kind} toggle, {mode} mode: focus ring {drawn[0]['colour']} has contrast "
         f"{min(ratios):.2f} with its background (needs {MIN_RING_CONTRAST})"
@@ -446,42 +413,3 @@ def test_a_toggle_reached_with_tab_shows_a_focus_ring(browser, site_url, kind, m
     assert facts["changed"] >= 500, (
         f"{kind} toggle, {mode} mode: focus changed only {facts['changed']} pixels"
     )
-
-
-# ---------------------------------------------------------------------------------
-# Colab launch links
-
-
-def colab_link(config: dict, notebook: str) -> str:
-    """The Colab address of the portable copy of ``notebook`` (a path from the book's
-    root): the branch ``launch_buttons.colab_branch`` of the repository holds the
-    copies at the same paths (``tools/portable.py``, README.md)."""
-    colab = config["launch_buttons"]["colab_url"].rstrip("/")
-    branch = config["launch_buttons"]["colab_branch"]
-    owner_and_name = config["repository"]["url"].removeprefix("https://github.com/")
-    return f"{colab}/github/{owner_and_name.strip('/')}/blob/{branch}/{notebook}"
-
-
-def test_every_chapter_page_links_to_its_notebook_on_colab():
-    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
-    assert config["repository"]["url"].startswith("https://github.com/"), (
-        "Colab opens notebooks from GitHub: repository.url in _config.yml must be "
-        "a https://github.com/ address"
-    )
-    notebooks = chapter_notebooks()
-    assert notebooks
-    problems = []
-    for path in notebooks:
-        html = (HTML / "chapters" / path.name).with_suffix(".html")
-        if not html.exists():
-            problems.append(f"{html.name}: not built")
-            continue
-        href = colab_link(config, f"chapters/{path.name}")
-        anchor = re.search(
-            rf'<a href="{re.escape(href)}"[^>]*>(.*?)</a>', html.read_text(), re.S
-        )
-        if anchor is None:
-            problems.append(f"{html.name}: no link to {href}")
-        elif "Colab" not in anchor.group(1):
-            problems.append(f"{html.name}: the link to {href} is not labelled Colab")
-    assert not problems, "\n".join(problems)

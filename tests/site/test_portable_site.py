@@ -1,9 +1,5 @@
-"""The built website hands out portable notebooks (tools/portable.py): the download
-button's copy of each chapter installs the course's package in its first cell, and
-the Colab button opens that copy on the branch the publishing workflow fills.
-
-Reads ``_build/html`` only (no browser); run after ``jupyter-book build``.
-"""
+"""The built website hands out portable notebooks (tools/portable.py): downloads
+install the package in their first cell; Colab opens the copy on its branch."""
 
 from __future__ import annotations
 
@@ -33,6 +29,8 @@ def test_the_colab_button_opens_the_portable_copy(path):
     # the launch button, and the marker above each explorer (tools/sphinx_explorers.py)
     links = LINK.findall(page)
     assert links and set(links) == {expected}
+    anchor = re.search(rf'<a href="{re.escape(expected)}"[^>]*>(.*?)</a>', page, re.S)
+    assert "Colab" in anchor.group(1), "the link is not labelled Colab"
     # The branch holds the files the workflow uploads: _sources/chapters/*.ipynb.
     copy = nbformat.read(HTML / "_sources" / "chapters" / path.name, as_version=4)
     first = next(cell for cell in copy.cells if cell.cell_type == "code")

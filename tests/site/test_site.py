@@ -1,16 +1,5 @@
-"""Browser check of the built website, with the network cut off.
-
-Run after ``jupyter-book build`` (``make site-check``; ``make test`` does both). Each
-page of the table of contents is served from ``_build/html`` on 127.0.0.1 and opened in
-headless Chromium, where every request to any other host is refused. A page passes when
-it loads with no console errors and no failed requests, its math is typeset by the
-MathJax copy served from the site itself, and every figure has loaded. With
-``SCREENSHOTS=1`` (``make screenshots``) a full-page screenshot of each page is written
-to ``_build/screenshots/``.
-
-Every page is loaded once, a few at a time, in the session's one browser (see
-``conftest.py``); the tests then read what was recorded for their page.
-"""
+"""Every page of the built website in headless Chromium, network cut off: no
+console errors or failed requests, math typeset, figures loaded (``SCREENSHOTS=1``)."""
 
 from __future__ import annotations
 
@@ -171,8 +160,7 @@ class Visit:
 
 
 async def load(page, log: PageLog, url: str) -> None:
-    """Open ``url`` in ``page`` (whose requests ``log`` routes and records) and wait
-    until MathJax has typeset the page and no request has been open for a while."""
+    """Open ``url`` and wait until MathJax is done and the requests are quiet."""
     response = await page.goto(url, wait_until="load")
     if url.startswith("http") and (response is None or not response.ok):
         status = response.status if response is not None else "no response"
@@ -239,8 +227,7 @@ async def _visit_all(context, site_url: str) -> dict[str, Visit]:
 
 @pytest.fixture(scope="session")
 def visits(browser, site_url) -> dict[str, Visit]:
-    """Every page of the table of contents, and Chapter 1 opened from disk, each
-    loaded once: ``{page name: Visit}``, the disk visit under ``file://<name>``."""
+    """Every page once, and Chapter 1 from disk (``file://<name>``): {name: Visit}."""
     return browser.run(_visit_all(browser.context, site_url))
 
 
@@ -257,8 +244,7 @@ def test_page_loads_cleanly(visited):
 
 def test_math_is_typeset(visited):
     name, visit = visited
-    assert visit.math is not None, f"{name}: not checked:\n" + "\n".join(visit.problems)
-    facts = visit.math
+    facts = _checked(name, visit, "math")
     assert facts["typeset"] >= facts["math"], (
         f"{name}: {facts['math']} math elements but only {facts['typeset']} typeset "
         "by MathJax"
@@ -271,26 +257,27 @@ def test_math_is_typeset(visited):
 
 def test_figures_have_loaded(visited):
     name, visit = visited
-    assert visit.images is not None, f"{name}: not checked:\n" + "\n".join(
-        visit.problems
-    )
-    broken = [i for i in visit.images if not i["complete"] or i["width"] == 0]
+    broken = [
+        i
+        for i in _checked(name, visit, "images")
+        if not i["complete"] or i["width"] == 0
+    ]
     assert not broken, f"{name}: figures that did not load: {broken}"
     if _is_notebook(PAGES[name]):
         assert visit.images, f"{name}: a chapter notebook must show at least one figure"
 
 
-def _figures(name, visit):
-    assert visit.figures is not None, f"{name}: not checked:\n" + "\n".join(
+def _checked(name, visit, facts):
+    assert getattr(visit, facts) is not None, f"{name}: not checked:\n" + "\n".join(
         visit.problems
     )
-    return visit.figures
+    return getattr(visit, facts)
 
 
 def test_every_figure_has_a_numbered_caption_and_alt_text(visited):
     name, visit = visited
     problems = []
-    for image in _figures(name, visit):
+    for image in _checked(name, visit, "figures"):
         if image["caption"] is None:
             problems.append(f"{image['src']}: not in a figure with a caption")
         elif not re.match(r"Fig\. \d+(\.\d+)*", image["caption"]):
@@ -304,11 +291,10 @@ def test_every_figure_has_a_numbered_caption_and_alt_text(visited):
 
 
 def test_no_figure_is_shown_below_three_quarters_of_its_size(visited):
-    """At 1280 px every figure is shown at >= 75 % of the width it was drawn for,
-    and it was drawn at twice that width (sharp on high-resolution screens)."""
+    """At 1280 px every figure shows at >= 75 % of its width, drawn at twice it."""
     name, visit = visited
     problems = []
-    for image in _figures(name, visit):
+    for image in _checked(name, visit, "figures"):
         if not image["width"]:
             problems.append(f"{image['src']}: no intended width (re-run make outputs)")
             continue
