@@ -40,18 +40,19 @@ def projected():
         return tokens, module.W_query(x), module.W_key(x), module
 
 
+def teaches(call, error, fragments):
+    """``call()`` raises ``error`` whose message holds each str or pattern."""
+    with pytest.raises(error) as info:
+        call()
+    message = str(info.value)
+    for fragment in fragments:
+        if hasattr(fragment, "search"):
+            assert fragment.search(message), (fragment.pattern, message)
+        else:
+            assert fragment in message, (fragment, message)
+
+
 @pytest.fixture
 def raises_teaching():
-    """``check(call, error, fragments)``: the message holds each str or pattern."""
-
-    def check(call, error, fragments):
-        with pytest.raises(error) as info:
-            call()
-        message = str(info.value)
-        for fragment in fragments:
-            if hasattr(fragment, "search"):
-                assert fragment.search(message), (fragment.pattern, message)
-            else:
-                assert fragment in message, (fragment, message)
-
-    return check
+    """:func:`teaches`, for tests that take it as a fixture."""
+    return teaches
