@@ -79,7 +79,7 @@ lint: $(STAMP)
 	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows $(WORKFLOWS)
 
 unit: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/python -m pytest -n 2
 
 # Stored outputs are compared in the pinned numeric environment of
 # tools/reproducible.py (see the README's "Reproducible numbers"), as they were stored;
