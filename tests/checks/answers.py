@@ -1,16 +1,10 @@
-"""Learner answers for the self-checks, right and wrong, shared by the tests.
-
-``EXAMPLES`` holds, for each check, one call with a right answer and
-one with a wrong answer. Every function answer first draws a number from torch's
-global generator, as a learner's code may (``draws``), so the tests see whether a
-check protects the notebook's random numbers and whether its verdict depends on
-them; the right dropout is the exception, since check_dropout_fn refuses exactly
-that.
-"""
+"""Learner answers for the self-checks, shared by the tests. ``EXAMPLES`` holds a
+right and a wrong call of every check; function answers first draw from torch's
+global generator (``draws``), as a learner's code may, except the right dropout,
+which check_dropout_fn refuses for exactly that."""
 
 from __future__ import annotations
 
-import math
 from functools import partial
 from typing import NamedTuple
 
@@ -18,7 +12,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attn_course import SelfAttentionV1, checks
+import attn_course.checks
+from attn_course import checks
 from attn_course.checks.table import Exercise
 from attn_course.data import hello_shiny_sun, your_journey
 from tests.checks import TABLES
@@ -35,10 +30,34 @@ def failure(check, *args, **kwargs):
 def wrong_call_test(rows):
     """A test over ``rows`` of ``(call, error, fragments)``: checks called the wrong
     way (see ``teaches``)."""
+
     def test(call, error, fragments):
         teaches(call, error, fragments)
 
     return pytest.mark.parametrize(("call", "error", "fragments"), rows)(test)
+
+
+def right(table):
+    """A table's right answer, as the function a learner writes."""
+    return Exercise.define(table, table.right)
+
+
+T = attn_course.checks
+stable_softmax, v1_from_v2, prob_all_dropped, eval_forward = map(
+    right,
+    (
+        T.basics.SOFTMAX,
+        T.trainable_weights.V1_FROM_V2,
+        T.dropout.ROW_DROP,
+        T.dropout.EVAL,
+    ),
+)
+gpt_parameters, make_example, online_softmax_step = map(
+    right, (T.gpt.GPT_PARAMETERS, T.gpt.MAKE_EXAMPLE, T.efficient.ONLINE_STEP)
+)
+path_length, additive_scores, scoring_parameters = map(
+    right, (T.history.PATH, T.history.ADDITIVE, T.history.COUNTS)
+)
 
 
 def draws(fn):
@@ -52,11 +71,6 @@ def draws(fn):
 
 
 # --- Chapter 1 ----------------------------------------------------------------------
-
-
-def stable_softmax(x):
-    x = x - x.max(dim=-1, keepdim=True).values
-    return torch.exp(x) / torch.exp(x).sum(dim=-1, keepdim=True)
 
 
 def attention(inputs):
@@ -80,14 +94,6 @@ def projected(x, W_q, W_k, W_v, i, *, scale=None):
 def journey_weights():
     gen = torch.Generator().manual_seed(1)
     return your_journey().embeddings, *(torch.rand(3, 2, generator=gen) for _ in "qkv")
-
-
-def v1_from_v2(sa_v2):
-    sa_v1 = SelfAttentionV1(sa_v2.d_in, sa_v2.d_out)
-    with torch.no_grad():
-        for role in ("W_query", "W_key", "W_value"):
-            getattr(sa_v1, role).copy_(getattr(sa_v2, role).weight.T)
-    return sa_v1
 
 
 # --- Chapter 3 ----------------------------------------------------------------------
@@ -125,19 +131,6 @@ def dropout(weights, p, generator):
 
 def global_generator(weights, p, generator):
     return F.dropout(weights, p, training=True)
-
-
-def prob_all_dropped(weights, p):
-    return p ** (weights > 0).sum(dim=-1)
-
-
-def eval_forward(module, x):
-    was_training = module.training
-    module.eval()
-    try:
-        return module(x)
-    finally:
-        module.train(was_training)
 
 
 # --- Chapter 5 ----------------------------------------------------------------------
@@ -192,9 +185,6 @@ def right_shapes():
     }
 
 
-# --- the table ----------------------------------------------------------------------
-
-
 # --- Chapter 7 ----------------------------------------------------------------------
 
 
@@ -203,54 +193,6 @@ CHANGED_ROWS = {
     "causal mask": {1, 2, 3},
     "rope": {0, 1, 2, 3, 4},
 }
-
-
-# --- Chapter 8 ----------------------------------------------------------------------
-
-
-def gpt_parameters(V, T, D, L):
-    block = 4 * D * D + D + 8 * D * D + 5 * D + 4 * D  # attention, MLP, two norms
-    return V * D + T * D + L * block + 2 * D
-
-
-def make_example(ids, start, T):
-    return ids[start : start + T], ids[start + 1 : start + T + 1]
-
-
-# --- Chapter 9 ----------------------------------------------------------------------
-
-
-def online_softmax_step(m, s, block):
-    m_new = torch.maximum(m, block.amax(dim=-1))  # (R,)
-    safe = torch.where(m_new == float("-inf"), 0.0, m_new)  # no -inf - (-inf)
-    terms = torch.exp(block - safe[:, None]).sum(dim=-1)  # (R,)
-    return m_new, s * torch.exp(m - safe) + terms
-
-
-# --- Chapter 10 ---------------------------------------------------------------------
-
-
-def path_length(kind, distance, kernel_size=None):
-    if distance == 0:
-        return 0
-    if kind == "rnn":
-        return distance  # one recurrent step per position
-    if kind == "cnn":
-        return math.ceil(distance / (kernel_size - 1))  # kernel_size - 1 per layer
-    return 1  # attention: every query reads every key
-
-
-def additive_scores(query, keys, W_query, W_key, v):
-    hidden = torch.tanh((query @ W_query)[:, None, :] + keys @ W_key)  # (B, T_s, d_a)
-    return hidden @ v  # (B, T_s)
-
-
-def scoring_parameters(d_q, d_k, d_a):
-    return {
-        "additive": d_a * (d_q + d_k + 1),  # W_query, W_key and v
-        "general": d_q * d_k,  # the W of q^T W k
-        "dot": 0 if d_q == d_k else None,
-    }
 
 
 class Example(NamedTuple):
