@@ -7,13 +7,7 @@ import torch
 from .._validate import kind_of
 from ..data import your_journey
 from ._common import INVERTED
-from .table import Case, Exercise, Slip, same_result, what_differs
-
-
-def _slips(*cells):
-    """The slips of a table written as rows of three cells: name, body, says."""
-    return tuple(Slip(*cells[i : i + 3]) for i in range(0, len(cells), 3))
-
+from .table import Case, Exercise, rows, same_result, what_differs
 
 _TRIL = "    return torch.ones(T, T, dtype=torch.bool).tril()\n"
 _FUTURE = "    future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)\n"
@@ -28,7 +22,7 @@ CAUSAL_MASK = Exercise(
     right=_TRIL,
     rule="True (may attend) on and below the diagonal, False above it",
     **_MASK,
-    slips=_slips(
+    slips=rows(
         "inverted",
         _TRIL.replace("torch.ones", "~torch.ones"),
         INVERTED,
@@ -66,7 +60,7 @@ ADDITIVE_MASK = Exercise(
     rule="0 on and below the diagonal, -inf above it",
     same=_as_good_as,
     **_MASK,
-    slips=_slips(
+    slips=rows(
         "times-inf",
         '    return torch.triu(torch.ones(T, T), diagonal=1) * float("-inf")\n',
         "it contains NaN: 0 * float('-inf') is nan; use masked_fill or torch.where",
@@ -132,7 +126,7 @@ CAUSAL_ATTENTION = Exercise(
     "before the softmax), scores divided by sqrt(d_k), and context = weights @ values",
     tolerance=1e-5,
     otherwise=_pair_wrong,
-    slips=_slips(
+    slips=rows(
         "inverted",
         (_but("(fut", "(~fut", _INF, "-1e9"), _but("(fut", "(~fut")),
         INVERTED,
@@ -182,7 +176,7 @@ MHA_MASK = Exercise(
     ),
     rule="True exactly where the original mask (True = may attend) is False, since "
     "nn.MultiheadAttention reads True as blocked",
-    slips=_slips(
+    slips=rows(
         "unchanged",
         "    return mask\n",
         "it is the input unchanged, but nn.MultiheadAttention reads True as blocked",

@@ -10,8 +10,7 @@ import torch
 from ..data import your_journey
 from ..modules import CausalAttention
 from ._kit import require_callable, seeded
-from .causal_mask import _slips
-from .table import Exercise, what_differs
+from .table import Exercise, rows, what_differs
 
 
 @dataclass(frozen=True)
@@ -78,7 +77,7 @@ DROPOUT = _Watched(
     watch=_drawing,
     same=lambda got, out: not _off(got, out),
     otherwise=_off,
-    slips=_slips(
+    slips=rows(
         "unscaled",
         _DROPOUT.replace(" / (1 - p)", ""),
         "the kept weights are not rescaled",
@@ -113,7 +112,7 @@ ROW_DROP = Exercise(
     describe=lambda weights, p: f"weights {tuple(weights.shape)} with zeros, p = {p}",
     rule="a row with k nonzero weights loses all of them with probability p ** k",
     tolerance=1e-5,
-    slips=_slips(
+    slips=rows(
         "all-kept",
         _P_K.replace("p **", "(1 - p) **"),
         "(1 - p) ** k is the probability that every weight is KEPT",
@@ -163,7 +162,7 @@ EVAL = _Watched(
     rule="return module(x) with module.eval(), then module.train(was_training)",
     watch=_mode_after,
     otherwise=lambda got, out, subject: what_differs(got[0], out[0], subject),
-    slips=_slips(
+    slips=rows(
         "dropout-on",
         "    with torch.no_grad():\n        return module(x)\n",
         "dropout is still on: torch.no_grad() does not switch it off",

@@ -8,8 +8,7 @@ import torch
 from ..gpt import GPTConfig
 from ._common import INVERTED
 from ._kit import Case
-from .gpt import count_is, count_wrong, pair_wrong, slips
-from .table import Exercise, Slip
+from .table import Exercise, Slip, count_is, count_wrong, pair_wrong, slips
 
 __all__ = ["check_dilated_mask_fn", "check_largest_batch_fn", "check_online_step_fn"]
 

@@ -1,69 +1,12 @@
-"""Self-checks for Chapter 8 (a GPT's parameters, training examples, top-k), and
-what Chapter 9's tables share with them: slips written as edits, counts, pairs."""
+"""Self-checks for Chapter 8: a GPT's parameters, training examples, top-k."""
 
 from __future__ import annotations
 
-import numbers
-import re
-
 import torch
 
-from .._validate import kind_of
-from .table import Exercise, Slip, same_result, what_differs
+from .table import Exercise, count_is, count_wrong, pair_wrong, slips
 
 __all__ = ["check_gpt_parameters_fn", "check_make_example_fn", "check_top_k_fn"]
-
-
-def slips(right, text):
-    """The slips of ``text``, a row each, ``name: edits -- what the check says``, on
-    lines after the first indented or starting with ``|``: the edits ``old -> new``
-    (joined by ``; ``, `` | `` between variants) make the slip's code from the right
-    one, in turn, each on the first ``old``."""
-    found = []
-    for row in re.split(r"\n(?=[^\s|])", text.strip()):
-        head, _, says = " ".join(row.split()).partition(" -- ")
-        name, variants = head.split(": ", 1)
-        bodies = []
-        for variant in variants.split(" | "):
-            body = right
-            for old, new in (edit.split("->") for edit in variant.split("; ")):
-                assert old.strip() in body, f"{name}: no {old.strip()!r} to edit"
-                body = body.replace(old.strip(), new.strip(), 1)
-            bodies.append(body)
-        found.append(Slip(name, bodies[0] if len(bodies) == 1 else tuple(bodies), says))
-    return tuple(found)
-
-
-def count_is(got, expected):
-    """``same`` for a count: an int, a float, or a tensor of one number."""
-    got = got.item() if isinstance(got, torch.Tensor) and got.numel() == 1 else got
-    return type(got) is not bool and isinstance(got, numbers.Real) and got == expected
-
-
-def count_wrong(got, expected, subject):
-    """``otherwise`` for a count: how far off it is."""
-    got = got.item() if isinstance(got, torch.Tensor) and got.numel() == 1 else got
-    if not count_is(got, got):  # not a number, or NaN
-        return f"it is {got!r} ({kind_of(got)}), not a number"
-    many = "many" if got > expected else "few"
-    return f"it is {got:,}, {abs(got - expected):,} too {many}"
-
-
-def pair_wrong(names, tolerance=0.0):
-    """An ``otherwise`` for a pair of tensors named ``names`` (``"a, b"``)."""
-
-    def otherwise(got, expected, subject):
-        if type(got) is not tuple or len(got) != 2:
-            shape = f" of shape {tuple(got.shape)}" if torch.is_tensor(got) else ""
-            return f"it is {kind_of(got)}{shape}, not a tuple of two: `return {names}`"
-        for name, mine, right in zip(names.split(", "), got, expected, strict=True):
-            if not same_result(mine, right, tolerance):
-                if isinstance(mine, torch.Tensor) and mine.shape == right.shape:
-                    close = torch.isclose(mine, right, tolerance, tolerance, True)
-                    mine = torch.where(close, right, mine)  # the entries off only
-                return f"its {name}: {what_differs(mine, right, f'{subject}, {name}')}"
-
-    return otherwise
 
 
 _PARAMS = (

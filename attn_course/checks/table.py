@@ -14,6 +14,8 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import numbers
+import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from .._validate import kind_of
 from ._common import expect_shape, expect_tensor, first_difference, fmt_index
 from ._kit import Case, call, exercise_check, fresh, passed, require_callable, seeded
 
@@ -196,6 +199,63 @@ class Exercise:
         parameter = inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
         check.__signature__ = inspect.Signature([parameter])
         return exercise_check(name)(check)
+
+
+def rows(*cells):
+    """The slips of a table written as rows of three cells: name, body, says."""
+    return tuple(Slip(*cells[i : i + 3]) for i in range(0, len(cells), 3))
+
+
+def slips(right, text):
+    """The slips of ``text``, a row each, ``name: edits -- what the check says``, on
+    lines after the first indented or starting with ``|``: the edits ``old -> new``
+    (joined by ``; ``, `` | `` between variants) make the slip's code from the right
+    one, in turn, each on the first ``old``."""
+    found = []
+    for row in re.split(r"\n(?=[^\s|])", text.strip()):
+        head, _, says = " ".join(row.split()).partition(" -- ")
+        name, variants = head.split(": ", 1)
+        bodies = []
+        for variant in variants.split(" | "):
+            body = right
+            for old, new in (edit.split("->") for edit in variant.split("; ")):
+                assert old.strip() in body, f"{name}: no {old.strip()!r} to edit"
+                body = body.replace(old.strip(), new.strip(), 1)
+            bodies.append(body)
+        found.append(Slip(name, bodies[0] if len(bodies) == 1 else tuple(bodies), says))
+    return tuple(found)
+
+
+def count_is(got, expected):
+    """``same`` for a count: an int, a float, or a tensor of one number."""
+    got = got.item() if isinstance(got, torch.Tensor) and got.numel() == 1 else got
+    return type(got) is not bool and isinstance(got, numbers.Real) and got == expected
+
+
+def count_wrong(got, expected, subject):
+    """``otherwise`` for a count: how far off it is."""
+    got = got.item() if isinstance(got, torch.Tensor) and got.numel() == 1 else got
+    if not count_is(got, got):  # not a number, or NaN
+        return f"it is {got!r} ({kind_of(got)}), not a number"
+    many = "many" if got > expected else "few"
+    return f"it is {got:,}, {abs(got - expected):,} too {many}"
+
+
+def pair_wrong(names, tolerance=0.0):
+    """An ``otherwise`` for a pair of tensors named ``names`` (``"a, b"``)."""
+
+    def otherwise(got, expected, subject):
+        if type(got) is not tuple or len(got) != 2:
+            shape = f" of shape {tuple(got.shape)}" if torch.is_tensor(got) else ""
+            return f"it is {kind_of(got)}{shape}, not a tuple of two: `return {names}`"
+        for name, mine, right in zip(names.split(", "), got, expected, strict=True):
+            if not same_result(mine, right, tolerance):
+                if isinstance(mine, torch.Tensor) and mine.shape == right.shape:
+                    close = torch.isclose(mine, right, tolerance, tolerance, True)
+                    mine = torch.where(close, right, mine)  # the entries off only
+                return f"its {name}: {what_differs(mine, right, f'{subject}, {name}')}"
+
+    return otherwise
 
 
 RAISED = object()

@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from attn_course import GPT, GPTConfig, checks
-from attn_course.checks.gpt import GPT_PARAMETERS, slips
+from attn_course.checks.gpt import GPT_PARAMETERS
+from attn_course.checks.table import slips
 from attn_course.training import count_parameters
 
 from .answers import failure, gpt_parameters, make_example
