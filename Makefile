@@ -85,12 +85,8 @@ unit: $(STAMP)
 # tools/reproducible.py (see the README's "Reproducible numbers"), as they were stored;
 # after each check cell, its exercise is answered wrong and right in the same kernel
 # (tests/exercise_rounds.py). Two notebooks at a time, each in one process.
-# The chapters that train a model go first, so that neither worker waits on one at
-# the end.
-SLOW := $(addprefix chapters/,08_gpt.ipynb 09_efficient.ipynb 10_history.ipynb \
-	06_encoder_decoder.ipynb 07_positions.ipynb)
 NBVAL := -n 2 --dist loadfile -p tests.exercise_rounds --nbval-current-env \
-	--nbval-sanitize-with tests/sanitize.cfg $(SLOW) $(filter-out $(SLOW),$(NOTEBOOKS))
+	--nbval-sanitize-with tests/sanitize.cfg $(NOTEBOOKS)
 nbval: $(STAMP)
 	$(BIN)/python -m tools.reproducible run -- $(BIN)/python -m pytest --nbval $(NBVAL)
 
