@@ -57,16 +57,8 @@ class Case(NamedTuple):
 
 
 def require_callable(fn, check, example):
-    """Raise ``TypeError`` unless ``fn`` is a function, not what calling one gave.
-
-    A module is refused too: it is callable, but the exercises want a function.
-
-    >>> require_callable(torch.ones(2), "check_softmax", "softmax")
-    Traceback (most recent call last):
-    ...
-    TypeError: check_softmax expects your function itself, got torch.Tensor; pass \
-it without calling it: check_softmax(softmax), not check_softmax(softmax(...))
-    """
+    """Raise ``TypeError`` unless ``fn`` is a function (a module is refused too),
+    not what calling one gave."""
     if isinstance(fn, torch.nn.Module):
         got = f"a {type(fn).__name__} module"
     elif callable(fn):
@@ -163,14 +155,9 @@ explain_error = explainer()  # the likely slip behind a PyTorch shape error, or 
 def call(
     fn, check, case, *, who="your function", fix="", names=None, explain=explain_error
 ):
-    """``fn(*case.args)`` on fresh copies; explain errors and in-place changes.
-
-    Any error ``fn`` raises becomes an ``AssertionError`` that says which case it
-    was raised on (``explain(error)`` may add a sentence; by default
-    :func:`explain_error` names the slip behind a shape error); an argument that ``fn``
-    changed in place is an ``AssertionError`` ending with ``fix``. ``names`` are
-    the arguments' names, for the message.
-    """
+    """``fn(*case.args)`` on fresh copies. An error becomes an ``AssertionError``
+    naming the case (``explain(error)`` may add a hint); an argument changed in place
+    (``names`` name them) is one too, ending with ``fix``."""
     args = tuple(fresh(value) for value in case.args)
     saved = [_weights_of(value) for value in case.args]
     try:
@@ -237,21 +224,9 @@ NOT_ANSWERED = (
 
 
 def exercise_check(*answers):
-    """Decorate a check whose parameters ``answers`` hold the learner's answers.
-
-    While any of them is still a placeholder (see :func:`unanswered`), the check
-    prints one line starting with ⏳ that says so, and returns None without
-    checking anything: an exercise not done yet is not an error, and running a
-    whole notebook does not stop there.
-
-    >>> @exercise_check("fn")
-    ... def check_twice(fn):
-    ...     passed("check_twice", "right")
-    >>> check_twice(...)
-    ⏳ check_twice: not answered yet: write your answer in the cell above (replace \
-the ...), run that cell, then run this one again.
-    >>> check_twice(lambda x: 2 * x)
-    ✅ check_twice: right
+    """Decorate a check whose parameters ``answers`` hold the learner's answers:
+    while one is still a placeholder (:func:`unanswered`), the check prints one ⏳
+    line that says so and returns None, so that a notebook run does not stop there.
     """
 
     def decorate(check):

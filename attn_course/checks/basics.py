@@ -87,6 +87,7 @@ _SOFTMAX_CASES = {  # each slip shows first on the input that says why
     "rows far apart": [[2.0, -1, 0.5, 3, 1], [400, 398, 401, 399.5, 400.5]],
     "random scores": torch.randn(4, 6, generator=_G) * 3,
     "tied scores in a square matrix": [[-1.0, -1, 2], [0, -3, -3], [5, 0.5, -2]],
+    "one score far above the rest": [[0.0, 0, 0, 200], [-100, 0, 100, 50]],
 }
 SOFTMAX = Exercise(
     label="ch01-ex-softmax",

@@ -29,20 +29,35 @@ class _Watched(Exercise):
 
 
 def _drawing(fn, weights, p, seed):
-    """``fn``'s output on a generator seeded with ``seed``, and if it drew globally."""
+    """``fn``'s output on a generator seeded with ``seed``; whether it drew globally;
+    whether another seed changes it; whether the matrices of a batch share a mask."""
     state = torch.random.get_rng_state()
     out = fn(weights, p, torch.Generator().manual_seed(seed))
-    return out, not torch.equal(state, torch.random.get_rng_state())
+    drew = not torch.equal(state, torch.random.get_rng_state())
+    other = fn(weights, p, torch.Generator().manual_seed(seed + 1))
+    varies = not (torch.is_tensor(out) and torch.is_tensor(other) and out.equal(other))
+    kept = (out != 0).flatten(0, -3) if torch.is_tensor(out) and out.dim() > 2 else None
+    return out, drew, varies, kept is not None and bool((kept == kept[:1]).all())
 
 
 def _off(got, expected, subject=""):
     """What differs between two dropouts of the same weights, whatever their masks:
     the generator, a weight both keep, the share dropped (by over 6 sd), or ''."""
-    (out, drew), (ref, ref_drew) = got, expected or (None, None)
+    (out, drew, varies, shared), (ref, ref_drew, ref_varies, ref_shared) = (
+        got,
+        (expected or (None,) * 4),
+    )
     if drew != ref_drew:
         return _GLOBAL
-    if not (torch.is_tensor(out) and out.shape == ref.shape and out.dtype == ref.dtype):
+    if varies != ref_varies:
+        return "it gives the same output whatever the generator's seed: draw with it"
+    if shared != ref_shared:
+        return "every matrix of the batch gets one mask: draw weights.shape numbers"
+    if not (
+        torch.is_tensor(out) and out.shape == ref.shape and out.is_floating_point()
+    ):
         return what_differs(out, ref, subject) if subject else "another type"
+    out, ref = out.double(), ref.double()
     wrong = (out != 0) & (ref != 0) & ~torch.isclose(out, ref, 1e-5, 1e-5)
     if wrong.any():
         return f"it keeps a weight as {out[wrong][0]:.4g}, not {ref[wrong][0]:.4g}"
@@ -134,10 +149,11 @@ check_row_drop_probability = ROW_DROP.make_check()
 
 
 def _mode_after(fn, module, x):
-    """``fn``'s output under seeded(0), and the module's mode after it (put back)."""
-    before = module.training
+    """``fn``'s output under seeded(0), the module's mode after it (put back), and
+    whether it changed the module's settings (its repr, such as dropout's p)."""
+    before, settings = module.training, repr(module)
     with seeded(0):
-        out = fn(module, x), module.training
+        out = fn(module, x), module.training, repr(module) != settings
     module.train(before)
     return out
 
@@ -161,11 +177,17 @@ EVAL = _Watched(
     describe=lambda m, x: f"a CausalAttention with dropout, training={m.training}",
     rule="return module(x) with module.eval(), then module.train(was_training)",
     watch=_mode_after,
-    otherwise=lambda got, out, subject: what_differs(got[0], out[0], subject),
+    otherwise=lambda got, out, subject: (
+        "it changes the module itself (such as its "
+        "dropout's p): switch modes only, module.eval() then module.train(was_training)"
+        if got[2] != out[2]
+        else what_differs(got[0], out[0], subject)
+    ),
     slips=rows(
         "dropout-on",
         "    with torch.no_grad():\n        return module(x)\n",
-        "dropout is still on: torch.no_grad() does not switch it off",
+        "dropout is still on: neither torch.no_grad() nor module.dropout.eval() "
+        "switches it off; this module reads its own mode, module.eval()",
         "never-restores",
         "    module.eval()\n    return module(x)\n",
         "the module was in training mode and is in eval mode after your function",

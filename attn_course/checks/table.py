@@ -49,18 +49,12 @@ class Slip:
 
 @dataclass(frozen=True)
 class Exercise:
-    """One exercise: the function asked for, its right body, its cases, its slips.
-
-    ``function`` is the signature, e.g. ``"dilated_window_mask(T, window,
-    dilation)"``; ``cases`` are argument tuples, the first one the case on which
-    the slips differ; ``describe(*args)`` names a case in a message; ``facts(*args)``
-    gives the values that ``rule`` and the slips' ``says`` may name besides the
-    arguments; ``rule`` says what the right answer does; ``same(got, output)``
-    says whether an answer is as good as an output (by default: equal, within
-    ``tolerance``). With ``value=True`` the learner gives the output itself, not a
-    function: a check written by hand calls :meth:`judge_value`, and ``right`` and
-    the slips are the code that computes the output from the check's inputs.
-    """
+    """One exercise. ``function`` is the signature (``"f(T, window)"``); ``cases``
+    argument tuples (or :class:`Case` s), named by ``describe(*args)``; ``facts(*args)``
+    values that ``rule`` and each slip's ``says`` may name; ``same(got, output)``
+    whether an answer is as good as an output (by default :func:`same_result`).
+    With ``value=True`` the learner gives the output: a hand-written check calls
+    :meth:`judge_value`, and the bodies compute the output from its inputs."""
 
     label: str
     check: str
@@ -274,19 +268,22 @@ def _gives(fn, args):
 
 
 def same_result(a, b, tolerance=0.0):
-    """Whether two results are the same: tensors of one shape, dtype and values
-    (within ``tolerance``, infinities of one sign equal), or tuples of such."""
+    """Whether two results are the same: tensors of one shape and values (within
+    ``tolerance``, at least 1e-5 across two float dtypes, infinities of one sign
+    equal; other dtypes must match), or tuples (or a list for a tuple) of such."""
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-        if a.shape != b.shape or a.dtype != b.dtype:
+        floats = a.is_floating_point() and b.is_floating_point()
+        if a.shape != b.shape or (a.dtype != b.dtype and not floats):
             return False
-        if a.is_floating_point():
-            return bool(torch.allclose(a, b, tolerance, tolerance, equal_nan=True))
+        if floats:
+            tol = tolerance if a.dtype == b.dtype else max(tolerance, 1e-5)
+            return bool(
+                torch.allclose(a.double(), b.double(), tol, tol, equal_nan=True)
+            )
         return torch.equal(a, b)
-    if isinstance(a, tuple) and isinstance(b, tuple):
-        return (
-            type(a) is type(b)
-            and len(a) == len(b)
-            and all(same_result(x, y, tolerance) for x, y in zip(a, b, strict=True))
+    if isinstance(a, (tuple, list)) and isinstance(b, tuple):
+        return len(a) == len(b) and all(
+            same_result(x, y, tolerance) for x, y in zip(a, b, strict=True)
         )
     return type(a) is type(b) and a == b
 

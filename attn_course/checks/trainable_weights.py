@@ -164,6 +164,9 @@ SCORE_VARIANCE = Exercise(
              "your scale divides by the variance; divide by its square root"),
         Slip("times-std", "    return d_k * std**4, math.sqrt(d_k * std**4)\n",
              "your scale multiplies by the standard deviation; divide by it"),
+        Slip("one-std", "    return d_k * std**4, 1 / (std * math.sqrt(d_k))\n",
+             "your scale 1 / (std * sqrt(d_k)) has one factor std; the deviation of "
+             "q . k is std**2 * sqrt(d_k)"),
     ),
 )
 
@@ -198,6 +201,9 @@ SCALED = Exercise(
         Case("a batch of 2: queries (4, 8), keys (5, 8) and values (5, 3) each", tuple(
             torch.randn(2, *shape, generator=torch.Generator().manual_seed(i)) * 2
             for i, shape in enumerate([(4, 8), (5, 8), (5, 3)]))),
+        Case("2 x 3 heads: queries (2, 4), keys and values (3, 4) each", tuple(
+            torch.randn(2, 3, *shape, generator=torch.Generator().manual_seed(5 + i))
+            for i, shape in enumerate([(2, 4), (3, 4), (3, 4)]))),
     ),
     facts=lambda q, keys, values: {"d_k": keys.shape[-1], "d_v": values.shape[-1]},
     rule="weights = softmax(queries @ keys.transpose(-2, -1) / sqrt(d_k)) over the "

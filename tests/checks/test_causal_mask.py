@@ -31,7 +31,7 @@ def test_other_right_answers_pass(capsys):
     [
         (MASK, lambda T: lower(T).long(), "dtype is torch.int64"),
         (ADDITIVE, lambda T: additive(T).clamp(min=-5.0), "-5.0"),
-        (CAUSAL, lambda q, k, v: [*attend(q, k, v)], "returned list"),
+        (CAUSAL, lambda q, k, v: [*attend(q, k, v), v], "returned list"),
         (CAUSAL, lambda q, k, v: attend(q, k, v)[0], "returned torch.Tensor"),
         (CAUSAL, lambda q, k, v: (attend(q, k, v)[0], v), "its context: entry"),
         (MHA, lambda mask: mask.logical_not_(), "in place"),

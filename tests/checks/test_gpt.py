@@ -36,8 +36,8 @@ def test_a_count_may_be_a_float_or_a_tensor_and_is_told_how_far_off(capsys):
 
 def test_a_pair_is_a_tuple_of_two_and_each_part_is_judged():
     check = checks.check_make_example_fn
-    as_list = failure(check, lambda *args: list(make_example(*args)))
-    assert "it is list, not a tuple of two: `return inputs, targets`" in as_list
+    triple = failure(check, lambda *args: (*make_example(*args), 0))
+    assert "it is tuple, not a tuple of two: `return inputs, targets`" in triple
     off = failure(check, lambda ids, start, T: (ids[start : start + T], ids[:T]))
     assert "its targets: entry [0] is" in off
 
