@@ -1,11 +1,6 @@
-"""How a wrong answer no slip explains is described, the same way in every chapter.
-
-The ``expect_*`` functions raise ``AssertionError`` when an answer is not a tensor,
-has another shape, holds NaN or infinite values, differs from the expected values
-(the largest difference and where, never the expected values themselves), or is
-not a valid set of attention weights; ``fmt_*`` write numbers, indices and shapes
-the same way everywhere.
-"""
+"""How a wrong answer no slip explains is described, the same way in every chapter:
+``expect_*`` raise ``AssertionError`` for a wrong type, shape, NaN, values (never
+showing the expected ones) or weights; ``fmt_*`` write numbers, indices, shapes."""
 
 from __future__ import annotations
 
@@ -235,11 +230,7 @@ def as_shape(value):
 
 def shape_mismatch(predicted, right, letters=()):
     """Which dimensions of a predicted shape are too high or too low (``letters``
-    name them), or how many there should be, without giving the right shape.
-
-    >>> shape_mismatch((2, 5, 3, 4), (2, 3, 5, 4), ("B", "H", "T", "d"))
-    'dimension 1 (H) is too high, dimension 2 (T) is too low'
-    """
+    name them), or how many there should be, without giving the right shape."""
     if len(predicted) != len(right):
         named = f", ({', '.join(letters)})" if len(letters) == len(right) else ""
         return (

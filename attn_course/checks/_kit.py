@@ -130,6 +130,15 @@ _LIKELY_SLIPS = (
         " .view(...) needs memory laid out in order, which .transpose(...) breaks: "
         "call .contiguous() before .view(...), or use .reshape(...).",
     ),
+    (
+        "Boolean value of Tensor with more than one value is ambiguous",
+        " Python's and, or, not and max() look at a whole tensor: use &, |, ~ and "
+        "x.max(dim=...).values or x.amax(dim=...), entry by entry.",
+    ),
+    (
+        "torch.return_types",
+        " x.max(dim=...) gives (values, indices): take .values, or use x.amax(...).",
+    ),
 )
 
 

@@ -112,8 +112,8 @@ class Exercise:
     def verdict(self, got, args, description, seen=()):
         """Raise ``AssertionError`` unless ``got`` is the right output for ``args``:
         naming the slip it matches, the slips it cannot tell apart, or else what
-        differs. A slip that would have differed from the answer on a case already
-        ``seen`` (pairs of arguments and the answer's right output) is not it."""
+        differs. A slip that would have differed from the answer on another case
+        ``seen`` (pairs of arguments and the answer's output there) is not it."""
         expected = _gives(self.define(self.right), args)
         if self.equal(got, expected):
             return
@@ -142,11 +142,12 @@ class Exercise:
 
     def judge(self, fn):
         """Raise ``AssertionError`` naming the slip unless ``fn`` is right on
-        every case; print the ✅ line when it is."""
+        every case (a slip is named only if it agrees with ``fn`` on every other case
+        where both run); print the ✅ line when it is."""
         require_callable(fn, self.check, self.name)
         cases, seen = self.all_cases(), []
         with seeded(0):
-            for case in cases:
+            for n, case in enumerate(cases):
                 got = call(
                     fn,
                     self.check,
@@ -156,6 +157,9 @@ class Exercise:
                     names=self.parameters,
                     **({"explain": self.explain} if self.explain else {}),
                 )
+                if not self.equal(got, _gives(self.define(self.right), case.args)):
+                    later = ((c.args, _gives(fn, c.args)) for c in cases[n + 1 :])
+                    seen += [(args, out) for args, out in later if out is not RAISED]
                 self.verdict(got, case.args, case.description, seen)
                 seen.append((case.args, got))
         rule = self.rule.format(**self._facts(cases[0].args))
