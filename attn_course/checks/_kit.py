@@ -1,13 +1,7 @@
-"""How every self-check runs, whatever its table (:mod:`.table`) holds.
-
-- :func:`seeded` runs a check with torch's global generator seeded and hands the
-  learner's generator back as it was: a check never changes what a notebook draws
-  next, and its verdict never depends on the notebook's seed;
-- :func:`call` runs the learner's function on fresh copies of a case's inputs,
-  explains its errors and catches changes made in place;
-- :func:`exercise_check` says "not answered yet" while an answer is still the
-  answer cell's placeholder (``...``, or a function whose body is only ``...``).
-"""
+"""How every self-check runs, whatever its table (:mod:`.table`) holds: seeded
+(:func:`seeded`, the learner's generator handed back as it was), on fresh copies of
+the inputs with errors explained and in-place changes caught (:func:`call`), and
+saying "not answered yet" for a placeholder (:func:`exercise_check`)."""
 
 from __future__ import annotations
 

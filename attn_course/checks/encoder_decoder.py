@@ -35,6 +35,8 @@ def judge_entries(exercise, answer, args, setting):
 
 def _mask_wrong(got, mask, subject=""):
     """Why a mask blocks other scores (B, H, T_t, T_s) than ``mask`` does, or ''."""
+    if torch.is_tensor(got) and got.dim() == 4 and got.shape[1] != 1:  # any H
+        return f"it is {tuple(got.shape)}: its dimension 1 is the heads', make it 1"
     try:
         a, b = torch.broadcast_tensors(expect_tensor(got, subject), mask)
         index = (a != b).nonzero().tolist() if a.dim() <= 4 else None
