@@ -20,6 +20,7 @@ function                      chapter     shows
 :func:`kv_cache_step`         9           one step of generation with a KV cache
 :func:`rnn_encoder_decoder`   10          a GRU encoder-decoder, attention or not
 :func:`timeline`              10          dated events, one row each
+:func:`roadmap`               all         the course in four stages, "you are here"
 ============================  ==========  ===================================
 """
 
@@ -51,6 +52,7 @@ __all__ = [
     "position_methods",
     "query_pipeline",
     "rnn_encoder_decoder",
+    "roadmap",
     "self_attention",
     "timeline",
 ]
@@ -1377,4 +1379,55 @@ def timeline(events):
         x, y = 0.3, 0.95 - 0.25 * j
         canvas.ax.plot([x], [y], marker="o", markersize=7, color=_KIND_COLOURS[kind])
         canvas.text(x + 0.12, y, _KIND_NAMES[kind], va="center", fontsize=FONT_SIZE - 2)
+    return canvas.fig
+
+
+# The course in stages, (stage, ((chapter, title), ...)): one column each in roadmap().
+COURSE = (
+    ("One attention\nlayer", ((1, "Toy attention"), (2, "Trainable\nweights"),
+                              (3, "Causal mask"), (4, "Dropout"))),
+    ("The layer\nin full", ((5, "Multi-head"), (6, "Encoder and\ndecoder"),
+                            (7, "Positions"))),
+    ("Models", ((8, "A tiny GPT"), (9, "Efficient\nattention"))),
+    ("Why it won", ((10, "Attention\nagainst RNNs"),)),
+)  # fmt: skip
+
+
+def roadmap(chapter=None):
+    """The course as four stages, left to right, with ``chapter`` (a number, or
+    ``None`` for none) highlighted as "you are here". Introduced in Chapter 1.
+
+    Examples
+    --------
+    >>> lines = diagram_text(roadmap(3))
+    >>> "3  Causal mask" in lines and "you are here: Chapter 3" in lines
+    True
+    """
+    numbers = [n for _, chapters in COURSE for n, _ in chapters]
+    if chapter is not None and chapter not in numbers:
+        raise ValueError(
+            f"chapter must be one of {numbers[0]}..{numbers[-1]} or None, got "
+            f"{chapter!r}"
+        )
+    column, box_height, gap = WIDTH / len(COURSE), 0.5, 0.12
+    tallest = max(len(chapters) for _, chapters in COURSE)
+    title = 0.35 if chapter else 0.0
+    height = title + 0.6 + tallest * (box_height + gap)
+    canvas = _Canvas(WIDTH, height)
+    if chapter:
+        canvas.text(WIDTH / 2, height - 0.2, f"you are here: Chapter {chapter}",
+                    ha="center", va="center", weight="bold")  # fmt: skip
+    top = height - title - 0.25
+    for i, (stage, chapters) in enumerate(COURSE):
+        x = column * (i + 0.5)
+        canvas.text(x, top, f"Stage {i + 1}\n{stage}", ha="center", va="center",
+                    fontsize=FONT_SIZE - 2, style="italic")  # fmt: skip
+        for j, (number, name) in enumerate(chapters):
+            y = top - 0.55 - j * (box_height + gap)
+            here = number == chapter
+            canvas.box(x, y, f"{number}  {name}", width=column - 0.14,
+                       height=box_height, size=FONT_SIZE - 2,
+                       kind="highlight" if here else "operation")  # fmt: skip
+            if here:
+                canvas.ax.patches[-1].set_linewidth(3)
     return canvas.fig

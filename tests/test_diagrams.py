@@ -250,3 +250,15 @@ CONFIG = GPTConfig(vocab_size=50, context_length=16)
 )
 def test_bad_input_is_told_clearly(call, error, fragment, raises_teaching):
     raises_teaching(call, error, [fragment])
+
+
+def test_roadmap_highlights_only_the_chapter_it_is_given():
+    fills = [p.get_facecolor() for p in diagrams.roadmap(5).axes[0].patches]
+    highlighted = matplotlib.colors.to_rgba(d.HIGHLIGHT_FILL)
+    assert fills.count(highlighted) == 1 and fills[4] == highlighted  # chapter 5
+    assert "you are here: Chapter 5" in text(diagrams.roadmap(5))
+    assert highlighted not in [
+        p.get_facecolor() for p in diagrams.roadmap().axes[0].patches
+    ]
+    with pytest.raises(ValueError, match="got 13"):
+        diagrams.roadmap(13)
