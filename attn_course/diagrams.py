@@ -19,7 +19,7 @@ function                      chapter     shows
 :func:`attention_tiles`       9           the tiles tiled attention computes or skips
 :func:`kv_cache_step`         9           one step of generation with a KV cache
 :func:`rnn_encoder_decoder`   10          a GRU encoder-decoder, attention or not
-:func:`timeline`              10          dated events, one row each
+:func:`timeline`              10          dated events on a time axis
 :func:`roadmap`               all         the course in four stages, "you are here"
 ============================  ==========  ===================================
 """
@@ -1325,7 +1325,10 @@ _KIND_NAMES = {
 
 def timeline(events):
     """Dated events (:class:`attn_course.history.Event`, in date order), oldest at the
-    top, one evenly spaced row each, coloured by kind. Introduced in Chapter 10.
+    top: on the left a time axis in years, where each event's dot stands at its date;
+    a thin line joins the dot to the event's row, one evenly spaced row each, so
+    that events close in time stay readable. Coloured by kind. Introduced in
+    Chapter 10.
 
     Examples
     --------
@@ -1351,22 +1354,36 @@ def timeline(events):
     row = 0.27
     height = row * len(events) + 1.45
     canvas = _Canvas(WIDTH, height)
-    top = height - 0.35
-    line_x = 0.95
-    canvas.ax.plot(
-        [line_x, line_x], [top, top - row * (len(events) - 1)], color="#777777", lw=1.2
-    )
+    top, bottom = height - 0.35, height - 0.35 - row * (len(events) - 1)
+    axis_x, row_x = 0.45, 1.55
+    first = events[0].year
+    last = events[-1].year + 1
+    span = last - first
+
+    def at(year):  # the height of a date (in years) on the axis
+        return top - (year - first) / span * (top - bottom)
+
+    canvas.ax.plot([axis_x, axis_x], [top, bottom], color="#777777", lw=1.2)
+    for year in range(first - first % 5 + 5 * (first % 5 != 0), last + 1, 5):
+        canvas.ax.plot([axis_x - 0.05, axis_x], [at(year)] * 2, color="#777777")
+        canvas.text(
+            axis_x - 0.08,
+            at(year),
+            str(year),
+            ha="right",
+            va="center",
+            fontsize=FONT_SIZE - 2,
+        )
     for i, event in enumerate(events):
         y = top - row * i
+        colour = _KIND_COLOURS[event.kind]
+        when = at(event.year + (event.month - 0.5 if event.month else 6) / 12)
+        canvas.ax.plot([axis_x, row_x - 0.5], [when, y], color=colour, lw=0.6)
+        canvas.ax.plot([axis_x], [when], marker="o", markersize=5, color=colour)
         date = f"{event.year}" if not event.month else f"{event.year}-{event.month:02d}"
+        canvas.text(row_x - 0.45, y, date, va="center", fontsize=FONT_SIZE - 2)
         canvas.text(
-            line_x - 0.15, y, date, ha="right", va="center", fontsize=FONT_SIZE - 1
-        )
-        canvas.ax.plot(
-            [line_x], [y], marker="o", markersize=7, color=_KIND_COLOURS[event.kind]
-        )
-        canvas.text(
-            line_x + 0.17,
+            row_x + 0.15,
             y,
             event.label,
             ha="left",
@@ -1384,13 +1401,22 @@ def timeline(events):
 
 # The course in stages, (stage, ((chapter, title), ...)): one column each in roadmap().
 COURSE = (
-    ("One attention\nlayer", ((1, "Toy attention"), (2, "Trainable\nweights"),
-                              (3, "Causal mask"), (4, "Dropout"))),
-    ("The layer\nin full", ((5, "Multi-head"), (6, "Encoder and\ndecoder"),
-                            (7, "Positions"))),
+    (
+        "One attention\nlayer",
+        (
+            (1, "Toy attention"),
+            (2, "Trainable\nweights"),
+            (3, "Causal mask"),
+            (4, "Dropout"),
+        ),
+    ),
+    (
+        "The layer\nin full",
+        ((5, "Multi-head"), (6, "Encoder and\ndecoder"), (7, "Positions")),
+    ),
     ("Models", ((8, "A tiny GPT"), (9, "Efficient\nattention"))),
     ("Why it won", ((10, "Attention\nagainst RNNs"),)),
-)  # fmt: skip
+)
 
 
 def roadmap(chapter=None):
@@ -1415,19 +1441,38 @@ def roadmap(chapter=None):
     height = title + 0.6 + tallest * (box_height + gap)
     canvas = _Canvas(WIDTH, height)
     if chapter:
-        canvas.text(WIDTH / 2, height - 0.2, f"you are here: Chapter {chapter}",
-                    ha="center", va="center", weight="bold")  # fmt: skip
+        canvas.text(
+            WIDTH / 2,
+            height - 0.2,
+            f"you are here: Chapter {chapter}",
+            ha="center",
+            va="center",
+            weight="bold",
+        )
     top = height - title - 0.25
     for i, (stage, chapters) in enumerate(COURSE):
         x = column * (i + 0.5)
-        canvas.text(x, top, f"Stage {i + 1}\n{stage}", ha="center", va="center",
-                    fontsize=FONT_SIZE - 2, style="italic")  # fmt: skip
+        canvas.text(
+            x,
+            top,
+            f"Stage {i + 1}\n{stage}",
+            ha="center",
+            va="center",
+            fontsize=FONT_SIZE - 2,
+            style="italic",
+        )
         for j, (number, name) in enumerate(chapters):
             y = top - 0.55 - j * (box_height + gap)
             here = number == chapter
-            canvas.box(x, y, f"{number}  {name}", width=column - 0.14,
-                       height=box_height, size=FONT_SIZE - 2,
-                       kind="highlight" if here else "operation")  # fmt: skip
+            canvas.box(
+                x,
+                y,
+                f"{number}  {name}",
+                width=column - 0.14,
+                height=box_height,
+                size=FONT_SIZE - 2,
+                kind="highlight" if here else "operation",
+            )
             if here:
                 canvas.ax.patches[-1].set_linewidth(3)
     return canvas.fig

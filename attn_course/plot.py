@@ -208,18 +208,19 @@ def _set_ticks(ax, x_labels, y_labels, *, show_x=True, show_y=True):
 
 
 def _colour_range(matrices):
-    """Colour scale limits: 0..1 for weights, widened to fit other values; symmetric
-    about 0 for signed values, so that a diverging map shows 0 in its middle colour.
+    """Colour scale limits: 0 up to the largest value, so that weights that differ
+    little still differ in colour; symmetric about 0 for signed values, so that a
+    diverging map shows 0 in its middle colour.
     """
     finite = [m[np.isfinite(m)] for m in matrices]
     finite = np.concatenate([f.ravel() for f in finite]) if finite else np.array([])
     if finite.size == 0:
         return 0.0, 1.0
-    low, high = float(finite.min()), max(1.0, float(finite.max()))
+    low, high = float(finite.min()), float(finite.max())
     if low < 0:
         reach = max(-low, high)
         return -reach, reach
-    return 0.0, high
+    return 0.0, high if high > 0 else 1.0
 
 
 def relative_luminance(colour):
@@ -310,7 +311,7 @@ def attention_heatmap(
 
     ``key_tokens=None`` reuses ``query_tokens`` for a square matrix; labels left out
     are numbers. ``annotate`` writes each value (``fmt``) in black or white, whichever
-    reads better. The colour scale runs from 0 to 1, widened if values lie outside.
+    reads better. The colour scale runs from 0 to the largest value.
     Pass ``ax`` to draw into an existing axes. Introduced in Chapter 1.
 
     Shapes
@@ -499,8 +500,10 @@ def _draw_panels(
     outer_ticks=0,
     shrink_font=0,
     colorbar=True,
+    stacked=False,
 ):
-    """Draw one heatmap per matrix on one shared colour scale, with one colorbar.
+    """Draw one heatmap per matrix on one shared colour scale, with one colorbar
+    (under the panels when they are ``stacked`` one under another).
 
     ``names`` holds titles, x labels and y labels per panel. With ``outer_ticks`` (the
     number of columns of a grid of equal shapes) only the outer panels get tick labels.
@@ -529,7 +532,11 @@ def _draw_panels(
             ax.set_ylabel(ylabels[i])
         title = f"weights[{i}]" if titles[i] is None else str(titles[i])
         ax.set_title(_wrap_title(title, ax))
-    if colorbar:
+    if colorbar and stacked:
+        axes[-1].figure.colorbar(
+            image, ax=axes, orientation="horizontal", shrink=0.6, fraction=0.04
+        )
+    elif colorbar:
         axes[0].figure.colorbar(image, ax=axes, shrink=0.85)
 
 
@@ -578,17 +585,26 @@ def heatmap_grid(
     labels = _shared_labels(matrices, query_tokens, key_tokens)
     T_q = max(m.shape[0] for m in matrices)
     T_k = max(m.shape[1] for m in matrices)
-    # Cells wide enough for their numbers; as many panels in a row as fit the column
-    # at this size (at most 3), so that nothing has to be shrunk to fit.
+    # Cells wide enough for their numbers. Up to 3 panels stand in one row, more in
+    # rows of as many as fit; cells (and their numbers) shrink to fit the column.
+    # Inches beside the cells: tick labels on the left, a gap between panels, the
+    # colorbar on the right; above and below them: titles, rotated labels, "key".
     cell = 0.34 if annotate else 0.28
-    panel_width = max(2.0, 1.0 + cell * T_k)
-    panel_height = max(2.0, 1.0 + cell * T_q)
-    fits = int((MAX_WIDTH_INCHES - 0.8) // panel_width)
-    ncols, nrows = _grid_shape(count, ncols, default=max(1, min(3, fits)))
-    fig = _new_figure(
-        min(18.0, ncols * panel_width + 1.0),
-        min(16.0, nrows * panel_height + (0.4 if suptitle else 0.0)),
+    # (A PNG adds 0.1 inch of white on each side, hence the 0.2 held back.)
+    left, between, right, above_below = 1.0, 0.3, 0.9, 1.7
+    column = MAX_WIDTH_INCHES - 0.2 - left - right
+    fits = int(column // (cell * T_k + between))
+    ncols, nrows = _grid_shape(count, ncols, default=3 if count <= 3 else max(1, fits))
+    room = column / ncols - between
+    size = min(cell, room / T_k)
+    fig = _NotebookFigure(
+        figsize=(
+            left + ncols * (size * T_k + between) + right,
+            nrows * (size * T_q + above_below) + (0.4 if suptitle else 0.0),
+        ),
+        layout="constrained",
     )
+    fig.cell_text_scale = size / cell
     names = (
         titles,
         ["key" if i + ncols >= count else None for i in range(count)],
@@ -875,19 +891,20 @@ def heatmap_panels(
     widths = [m.shape[1] for m in matrices]
     heights = [m.shape[0] for m in matrices]
     extra = 0.4 if suptitle else 0.0
-    # Side by side with cells of 0.45 inches, narrower (down to 0.3) where that fits
+    # Side by side with cells of 0.45 inches, narrower (down to 0.22) where that fits
     # the text column; wider panels go one under another, so tick labels never collide.
     cell = min(0.45, (MAX_WIDTH_INCHES - 1.3 * count - 1.0) / sum(widths))
-    if cell >= 0.3 or count == 1:
+    stacked = cell < 0.22 and count > 1
+    if not stacked:
         fig = _new_figure(
             cell * sum(widths) + 1.3 * count + 1.0, cell * max(heights) + 1.8 + extra
         )
         axes = _panel_axes(fig, count, 1, count, suptitle=suptitle, width_ratios=widths)
     else:
-        cell = min(0.45, (MAX_WIDTH_INCHES - 2.3) / max(widths))
+        cell = min(0.3, (MAX_WIDTH_INCHES - 2.3) / max(widths))
         fig = _new_figure(
             cell * max(widths) + 2.3,
-            sum(cell * rows + 1.7 for rows in heights) + extra,
+            sum(cell * rows + 1.7 for rows in heights) + extra + 0.6,
         )
         axes = _panel_axes(
             fig,
@@ -898,5 +915,7 @@ def heatmap_panels(
             height_ratios=[cell * rows + 1.7 for rows in heights],
         )
     names = (titles, xlabels, ylabels)
-    _draw_panels(axes, matrices, labels, names, cmap, annotate=annotate, fmt=fmt)
+    _draw_panels(
+        axes, matrices, labels, names, cmap, annotate=annotate, fmt=fmt, stacked=stacked
+    )
     return fig
