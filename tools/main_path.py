@@ -18,7 +18,10 @@ says where a notebook breaks this.
 The **main path** is every cell that is in no deep dive, no exercise and no
 solution. ``python -m tools.main_path [NOTEBOOK ...]`` prints, for each chapter, the
 words and code cells on its main path, the reading time they suggest, and the time
-its deep dives add.
+its deep dives add, then the totals of the numbered chapters (the first pass through
+the course). ``--show NOTEBOOK`` prints the main path itself as text: what a reader
+who skips every deep dive, exercise and solution reads, code and printed outputs
+included.
 """
 
 from __future__ import annotations
@@ -164,12 +167,40 @@ def deep_dive_length(notebook) -> Length:
     )
 
 
+def show(notebook) -> str:
+    """The main path of ``notebook`` as text: Markdown, code and text outputs."""
+    skip, parts = off_main_path(notebook), []
+    for index, cell in enumerate(notebook.cells):
+        if index in skip:
+            continue
+        if cell.cell_type == "markdown":
+            parts.append(_source(cell))
+            continue
+        parts.append(f"```python\n{_source(cell)}\n```")
+        for output in cell.get("outputs", []):
+            text = output.get("text") or output.get("data", {}).get("text/plain")
+            if output.get("data", {}).get("image/png"):
+                text = "[figure]"
+            if text:
+                text = text if isinstance(text, str) else "".join(text)
+                parts.append(f"```text\n{text.rstrip()}\n```")
+    return "\n\n".join(parts)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("notebooks", nargs="*", type=Path)
+    parser.add_argument(
+        "--show", action="store_true", help="print the main path of each notebook"
+    )
     args = parser.parse_args(argv)
     paths = args.notebooks or chapter_notebooks()
+    if args.show:
+        for path in paths:
+            print(show(nbformat.read(path, as_version=4)))
+        return 0
     print(f"{'notebook':32} {'words':>6} {'code':>5} {'minutes':>8} {'deep dives':>11}")
+    numbered = []
     for path in paths:
         notebook = nbformat.read(path, as_version=4)
         length, extra = main_path_length(notebook), deep_dive_length(notebook)
@@ -177,6 +208,18 @@ def main(argv: list[str] | None = None) -> int:
             f"{path.name:32} {length.words:6d} {length.code_cells:5d} "
             f"{length.minutes:8.0f} {extra.minutes:7.0f} min"
         )
+        if path.name[:2].isdigit():
+            numbered.append((int(path.name[:2]), length.minutes, extra.minutes))
+    for name, chosen in (
+        ("Chapters 1-5", [n for n in numbered if n[0] <= 5]),
+        (f"all {len(numbered)} chapters", numbered),
+    ):
+        if len(chosen) > 1:
+            main_minutes = sum(m for _, m, _ in chosen)
+            extra_minutes = sum(e for _, _, e in chosen)
+            print(
+                f"{name:32} {'':6} {'':5} {main_minutes:8.0f} {extra_minutes:7.0f} min"
+            )
     return 0
 
 
