@@ -16,6 +16,7 @@ from tools.main_path import (
     deep_dive_problems,
     deep_dives,
     main_path_length,
+    show,
     words,
 )
 from tools.toc import ROOT, chapter_notebooks, core_chapters
@@ -51,6 +52,15 @@ def example():
 def test_every_deep_dive_is_well_formed(path):
     problems = deep_dive_problems(nbformat.read(path, as_version=4))
     assert not problems, "\n".join(problems)
+
+
+def test_the_main_path_shown_as_text_leaves_out_the_deep_dive():
+    nb = example()
+    nb.cells.insert(1, printed("print('main')", "main\n"))
+    text = show(nb)
+    assert "On the main path." in text and "Back on the main path." in text
+    assert "print('main')" in text and "```text\nmain\n```" in text
+    assert "inside" not in text.lower()
 
 
 def test_deep_dives_are_found_and_left_off_the_main_path():
