@@ -77,6 +77,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check attn_course tests tools chapters
 	$(BIN)/ruff format --check attn_course tests tools
 	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows $(WORKFLOWS)
+	$(BIN)/check-jsonschema --builtin-schema vendor.citation-file-format CITATION.cff
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -n 2

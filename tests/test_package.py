@@ -11,9 +11,11 @@ import re
 from pathlib import Path
 
 import pytest
+import tomllib
 
 import attn_course
 from attn_course import shapes
+from tools.toc import ROOT
 
 PACKAGE = Path(attn_course.__file__).resolve().parent
 WIDGET_MODULE = "attn_course.explorer"
@@ -247,3 +249,12 @@ def test_the_glossary_table_lists_exactly_the_letters():
     table = re.findall(r"^(\S+)\s{2,}\S", shapes.__doc__, flags=re.M)
     letters = [word for word in table if word not in {"letter"} and "=" not in word]
     assert letters == list(shapes.LETTERS)
+
+
+def test_the_licences_and_the_citation_agree_with_the_package():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "MIT" and project["license-files"] == ["LICENSE"]
+    assert "MIT License" in (ROOT / "LICENSE").read_text()
+    assert "CC BY 4.0" in (ROOT / "LICENSE-text.md").read_text()
+    citation = (ROOT / "CITATION.cff").read_text()
+    assert f'version: "{project["version"]}"' in citation

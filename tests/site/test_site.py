@@ -319,6 +319,12 @@ def test_every_toc_page_was_built():
     assert not missing, f"pages in _toc.yml with no built HTML: {missing}"
 
 
+def test_every_page_states_the_licences_in_its_footer():
+    for page in PAGES:
+        footer = (HTML / page).read_text(encoding="utf-8").split("<footer", 1)[-1]
+        assert "CC BY 4.0" in footer and "MIT" in footer, f"{page}: no licence"
+
+
 def test_a_chapter_works_opened_from_disk(visits):
     """Readers open _build/html/index.html straight from disk: math and figures too."""
     visit = visits["file://" + FROM_DISK]
