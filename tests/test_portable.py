@@ -13,6 +13,7 @@ import nbformat
 import pytest
 import yaml
 
+import attn_course
 from tools import portable
 from tools.exercises import HIDDEN, exercises, plain_copy
 from tools.notebooks import WIDGET_STATE
@@ -45,12 +46,18 @@ def test_the_first_code_cell_installs_the_package_from_the_configured_repository
     nbformat.validate(copy)
     first = next(cell for cell in copy.cells if cell.cell_type == "code")
     assert _install_cells(copy) == [first]
-    assert f'"attn-course @ git+{URL}@main"' in first.source
+    release = portable.version()
+    for requirement in (
+        f"attn-course=={release}",
+        f"attn-course @ git+{URL}@v{release}",
+        f"attn-course @ git+{URL}@main",
+    ):
+        assert f'"{requirement}"' in first.source
     assert '"ATTN_COURSE_SOURCE"' in first.source
     assert not first.outputs
     ast.parse(first.source)
     comments = [line for line in first.source.splitlines() if line.startswith("#")]
-    assert 3 <= len(comments) <= 8 and all(len(line) <= 88 for line in comments)
+    assert 3 <= len(comments) <= 9 and all(len(line) <= 88 for line in comments)
 
 
 def test_the_copy_is_the_plain_chapter_with_its_solutions_collapsed(copy):
@@ -94,15 +101,20 @@ def test_the_copy_shows_each_explorer_as_its_still_with_no_widget_state(copy):
     nbformat.validate(copy)
 
 
-def _run_install_cell(source, monkeypatch, *, missing):
-    """Run an install cell with ``missing`` modules absent; the pip commands."""
+def _run_install_cell(source, monkeypatch, *, missing, failing=()):
+    """Run an install cell with ``missing`` modules absent and pip failing on the
+    requirements ``failing``; the pip commands."""
     calls = []
 
     def find_spec(name, *args, **kwargs):
         return None if name in missing else FIND_SPEC(name, *args, **kwargs)
 
+    def run(command, check):
+        calls.append(command)
+        return subprocess.CompletedProcess(command, int(command[-1] in failing))
+
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
-    monkeypatch.setattr(subprocess, "run", lambda command, check: calls.append(command))
+    monkeypatch.setattr(subprocess, "run", run)
     exec(compile(source, "install-cell", "exec"), {})
     return calls
 
@@ -110,18 +122,34 @@ def _run_install_cell(source, monkeypatch, *, missing):
 def test_the_cell_installs_what_is_missing_and_nothing_else(copy, monkeypatch):
     source = _install_cells(copy)[0].source
     pip = [sys.executable, "-m", "pip", "install", "-q"]
+    pypi, tag, branch = portable.package_requirements()
     monkeypatch.delenv("ATTN_COURSE_SOURCE", raising=False)
     assert _run_install_cell(source, monkeypatch, missing=()) == []
     assert _run_install_cell(source, monkeypatch, missing={"attn_course"}) == [
-        pip + [f"attn-course @ git+{URL}@main"]
+        pip + [pypi]
     ]
+    # Not on PyPI (yet): the version's tag; no tag either: the branch.
+    assert _run_install_cell(
+        source, monkeypatch, missing={"attn_course"}, failing={pypi, tag}
+    ) == [pip + [pypi], pip + [tag], pip + [branch]]
+    with pytest.raises(RuntimeError, match="installed attn_course from none"):
+        _run_install_cell(
+            source, monkeypatch, missing={"attn_course"}, failing={pypi, tag, branch}
+        )
     assert _run_install_cell(source, monkeypatch, missing={"ipywidgets"}) == [
         pip + portable.explorer_requirements()
     ]
     monkeypatch.setenv("ATTN_COURSE_SOURCE", "/wheels/attn_course-0.1.0.whl")
     assert _run_install_cell(
         source, monkeypatch, missing={"attn_course", "ipywidgets"}
-    ) == [pip + ["/wheels/attn_course-0.1.0.whl", "ipywidgets>=7.6"]]
+    ) == [pip + ["/wheels/attn_course-0.1.0.whl"], pip + ["ipywidgets>=7.6"]]
+
+
+def test_the_page_pins_the_version_the_package_reports():
+    assert portable.version() == attn_course.__version__
+    assert (
+        portable.package_requirements()[0] == f"attn-course=={attn_course.__version__}"
+    )
 
 
 def test_a_chapter_without_explorers_does_not_install_ipywidgets():

@@ -27,6 +27,7 @@ import venv
 import nbformat
 import pytest
 
+import attn_course
 from tests.exercises import chapters
 from tools.exercises import ANSWER_TAG, CHECK_TAG
 from tools.portable import INSTALL_TAG, portable_copy
@@ -213,9 +214,12 @@ def test_a_portable_notebook_installs_the_package_itself(installed, tmp_path):
     (wheel,) = wheels.glob("attn_course-*.whl")
     env = _offline_env(tmp_path)
     env.pop("PYTHONPATH", None)
-    # What a reader sets for another source than the course's repository; pip stays
-    # offline (PIP_NO_INDEX) and finds the dependencies in the workshop's wheels.
-    env.update(ATTN_COURSE_SOURCE=str(wheel), PIP_FIND_LINKS=str(wheels))
+    # The cell asks pip for this page's version, attn-course==<version>: offline
+    # (PIP_NO_INDEX) the workshop's wheels stand in for PyPI, the course's wheel
+    # and its dependencies alike.
+    env.pop("ATTN_COURSE_SOURCE", None)
+    env.update(PIP_FIND_LINKS=str(wheels))
+    assert wheel.name.startswith(f"attn_course-{attn_course.__version__}-")
     venv.create(tmp_path / "env", with_pip=True)
     python = tmp_path / "env" / "bin" / "python"
     # Nothing but a kernel, registered in this test's own Jupyter folders.

@@ -11,12 +11,13 @@ download button and its Colab button:
 - no saved widget state and no widget views (:func:`without_widget_views`): an
   explorer's cell shows its still until the reader runs it, in Colab as anywhere;
 - a first code cell (:func:`install_cell`) that installs ``attn_course`` with pip
-  when Python cannot import it: from the repository named once in ``_config.yml``
-  (``repository.url``, at its ``repository.branch``), or from the source named by
-  the environment variable ``ATTN_COURSE_SOURCE`` (a wheel, a folder or any pip
-  requirement). A chapter with explorers also gets ipywidgets where it is missing
-  (the ``explorers`` extra of ``pyproject.toml``). Where everything is installed,
-  the cell prints nothing.
+  when Python cannot import it: the release of the page's own version from PyPI;
+  where that fails, the same version's tag ``v<version>`` of the repository named
+  once in ``_config.yml`` (``repository.url``), then its ``repository.branch``; or
+  only the source named by the environment variable ``ATTN_COURSE_SOURCE`` (a
+  wheel, a folder or any pip requirement). A chapter with explorers also gets
+  ipywidgets where it is missing (the ``explorers`` extra of ``pyproject.toml``).
+  Where everything is installed, the cell prints nothing.
 
 The website's build writes these copies over ``_build/html/_sources/chapters/``
 (``tools.sphinx_plain``); the publishing workflow pushes the same files to the
@@ -93,11 +94,22 @@ def colab_link(page: str, path: Path = CONFIG) -> str:
     return f"{colab}/github/{owner}/{name}/blob/{colab_branch(path)}/{page}.ipynb"
 
 
-def package_requirement(path: Path = CONFIG) -> str:
-    """The pip requirement that installs ``attn_course`` from the configured
-    repository, e.g. ``attn-course @ git+https://github.com/o/r@main``."""
+def version(path: Path = PYPROJECT) -> str:
+    """The version of the course and of its package, from ``pyproject.toml``."""
+    return tomllib.loads(path.read_text(encoding="utf-8"))["project"]["version"]
+
+
+def package_requirements(path: Path = CONFIG) -> list[str]:
+    """The pip requirements that install ``attn_course``, tried in order: this
+    version from PyPI, then its tag and the configured branch of the repository,
+    e.g. ``attn-course @ git+https://github.com/o/r@v0.1.0``."""
     url, branch = repository(path)
-    return f"attn-course @ git+{url}@{branch}"
+    release = version()
+    return [
+        f"attn-course=={release}",
+        f"attn-course @ git+{url}@v{release}",
+        f"attn-course @ git+{url}@{branch}",
+    ]
 
 
 def explorer_requirements(path: Path = PYPROJECT) -> list[str]:
@@ -112,15 +124,17 @@ def explorer_requirements(path: Path = PYPROJECT) -> list[str]:
     return list(extra)
 
 
-def install_cell_source(requirement: str, widgets: list[str] | None = None) -> str:
-    """The source of the first code cell of a portable copy: it installs the course's
-    package from ``requirement`` (or from ``$ATTN_COURSE_SOURCE``) when it cannot be
-    imported, and the packages ``widgets`` when ipywidgets cannot be imported."""
+def install_cell_source(requirements: list[str], widgets: list[str] | None = None):
+    """The source of the first code cell of a portable copy: when ``attn_course``
+    cannot be imported it installs the first of ``requirements`` that pip can install
+    (only ``$ATTN_COURSE_SOURCE`` where that is set), and the packages ``widgets``
+    when ipywidgets cannot be imported."""
     lines = [
         "# Runs this notebook outside the course's repository, e.g. in Colab: when",
-        "# Python cannot import the course's package attn_course, pip installs it",
-        "# from the course's repository, or from the source that the environment",
-        f"# variable {SOURCE_VARIABLE} names (a wheel, a folder or a pip requirement).",
+        "# Python cannot import the course's package attn_course, pip installs the",
+        "# version this page was made with (from PyPI, else from the course's",
+        "# repository), or the source that the environment variable",
+        f"# {SOURCE_VARIABLE} names (a wheel, a folder or a pip requirement).",
     ]
     if widgets:
         lines.append(
@@ -133,23 +147,27 @@ def install_cell_source(requirement: str, widgets: list[str] | None = None) -> s
         "import subprocess",
         "import sys",
         "",
-        "_missing = []",
+        '_pip = [sys.executable, "-m", "pip", "install", "-q"]',
+        "_sources = [",
+        *(f"    {json.dumps(r)}," for r in requirements),
+        "]",
+        f'if os.environ.get("{SOURCE_VARIABLE}"):',
+        f'    _sources = [os.environ["{SOURCE_VARIABLE}"]]',
         'if importlib.util.find_spec("attn_course") is None:',
-        f'    _missing.append(os.environ.get("{SOURCE_VARIABLE}") or (',
-        f"        {json.dumps(requirement)}",
-        "    ))",
+        "    for _source in _sources:  # the first that pip can install",
+        "        if subprocess.run([*_pip, _source], check=False).returncode == 0:",
+        "            break",
+        "    else:",
+        "        raise RuntimeError(",
+        '            f"pip installed attn_course from none of {_sources}"',
+        "        )",
     ]
     if widgets:
         lines += [
             'if importlib.util.find_spec("ipywidgets") is None:',
-            f"    _missing += {json.dumps(widgets)}",
+            f"    subprocess.run([*_pip, *{json.dumps(widgets)}], check=True)",
         ]
-    lines += [
-        "if _missing:",
-        '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", *_missing],',
-        "                   check=True)",
-        "    importlib.invalidate_caches()",
-    ]
+    lines.append("importlib.invalidate_caches()")
     return "\n".join(lines)
 
 
@@ -159,7 +177,8 @@ def install_cell(path: Path, requirement: str | None = None):
     notebook = nbformat.read(path, as_version=4)
     code = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
     widgets = explorer_requirements() if _USES_EXPLORERS.search(code) else None
-    source = install_cell_source(requirement or package_requirement(), widgets)
+    requirements = [requirement] if requirement else package_requirements()
+    source = install_cell_source(requirements, widgets)
     return nbformat.v4.new_code_cell(source, metadata={"tags": [INSTALL_TAG]})
 
 

@@ -9,6 +9,7 @@ import nbformat
 import pytest
 import yaml
 
+from tools import portable
 from tools.toc import ROOT, chapter_notebooks
 
 pytestmark = pytest.mark.site
@@ -36,4 +37,5 @@ def test_the_colab_button_opens_the_portable_copy(path):
     first = next(cell for cell in copy.cells if cell.cell_type == "code")
     assert "install-attn-course" in first.metadata.get("tags", []), path.name
     assert f"attn-course @ git+{URL}@{CONFIG['repository']['branch']}" in first.source
+    assert f'"attn-course=={portable.version()}"' in first.source
     assert "ATTN_COURSE_SOURCE" in first.source
