@@ -22,6 +22,7 @@
 #                  sentence-length experiment over three seeds, in the pinned
 #                  environment (history-lengths-cpu.json), all in attn_course/measured/.
 #                  About 15 minutes, not part of make test: run it on a quiet machine
+#   make dist      the package's sdist and wheel in dist/, checked with twine
 #   make workshop  a folder and a zip for a workshop without Wi-Fi: student notebooks,
 #                  solutions, the package as a wheel, pinned requirements, a README
 #
@@ -38,7 +39,7 @@ export PYTHONHASHSEED := 0
 
 .PHONY: all book book-all serve test test-anywhere reproducible lint unit nbval \
 	nbval-lax nbval-elsewhere exercises site-check screenshots lab outputs student \
-	workshop workshop-check bench bench-history clean
+	workshop workshop-check dist bench bench-history clean
 
 all: test
 
@@ -148,6 +149,12 @@ workshop: $(STAMP)
 
 # The workshop folder installed into a fresh virtual environment from its own wheels
 # only (--no-index), and every student notebook run there with the right answers in.
+# The package's sdist and wheel in dist/, checked as PyPI will check them.
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --no-isolation --outdir dist .
+	$(BIN)/python -m twine check --strict dist/*
+
 workshop-check: $(STAMP)
 	$(BIN)/pytest -p no:nbval -m workshop tests/test_workshop.py
 

@@ -22,7 +22,8 @@ download button and its Colab button:
 The website's build writes these copies over ``_build/html/_sources/chapters/``
 (``tools.sphinx_plain``); the publishing workflow pushes the same files to the
 branch ``launch_buttons.colab_branch`` of ``_config.yml``, which the Colab button
-opens. ``python -m tools.portable branch`` prints that branch's name and
+opens. ``python -m tools.portable branch`` prints that branch's name, ``version`` the
+version of the course and its package (which a page's install cell pins), and
 ``python -m tools.portable write OUT`` writes every portable copy into ``OUT``.
 """
 
@@ -237,11 +238,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("branch", help="print the branch the Colab button opens")
+    commands.add_parser("version", help="print the course's and package's version")
     write = commands.add_parser("write", help="write every portable copy into OUT")
     write.add_argument("out", type=Path, help="the folder to write")
     args = parser.parse_args(argv)
     if args.command == "branch":
         print(colab_branch())
+    elif args.command == "version":
+        print(version())
     else:
         for target in write_portable(args.out):
             print(f"wrote {target}")
