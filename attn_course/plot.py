@@ -831,7 +831,7 @@ def line_panels(
     return fig
 
 
-# --- Chapters 5 and 6: matrices of different shapes side by side ---
+# --- Chapter 6: matrices of different shapes side by side ---
 
 
 def heatmap_panels(
@@ -852,7 +852,7 @@ def heatmap_panels(
     Unlike :func:`heatmap_grid`, each panel has its own tokens, so encoder
     self-attention, decoder self-attention and cross-attention can stand side by side.
     One shared colour scale; each panel as wide as its keys; panels too wide for one
-    row stand one under another. Introduced in Chapter 5.
+    row stand one under another. Introduced in Chapter 6.
 
     Shapes
     ------
