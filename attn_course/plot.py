@@ -893,11 +893,15 @@ def heatmap_panels(
     extra = 0.4 if suptitle else 0.0
     # Side by side with cells of 0.45 inches, narrower (down to 0.22) where that fits
     # the text column; wider panels go one under another, so tick labels never collide.
-    cell = min(0.45, (MAX_WIDTH_INCHES - 1.3 * count - 1.0) / sum(widths))
+    # Beside each panel: its query labels (as wide as the longest) and axis label.
+    longest = max(len(str(label)) for _, y in labels for label in y)
+    beside = min(1.3, 0.55 + 0.08 * longest)
+    cell = min(0.45, (MAX_WIDTH_INCHES - 0.2 - beside * count - 1.0) / sum(widths))
     stacked = cell < 0.22 and count > 1
     if not stacked:
         fig = _new_figure(
-            cell * sum(widths) + 1.3 * count + 1.0, cell * max(heights) + 1.8 + extra
+            cell * sum(widths) + beside * count + 1.0,
+            cell * max(heights) + 1.8 + extra,
         )
         axes = _panel_axes(fig, count, 1, count, suptitle=suptitle, width_ratios=widths)
     else:

@@ -13,6 +13,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 from tools.main_path import (
     DEEP_DIVE_END,
+    deep_dive_length,
     deep_dive_problems,
     deep_dives,
     main_path_length,
@@ -196,3 +197,26 @@ def test_the_instructors_table_gives_each_chapter_s_stated_times():
             f"instructors.md gives Chapter {number} {table[number]} minutes "
             f"(notebook, exercises); {path.name} states {_stated_times(path)}"
         )
+
+
+def test_the_introduction_gives_both_routes_with_the_chapters_times():
+    """intro.md: the first pass is the sum of the chapters' stated times, the
+    exercises theirs, and the deep dives what tools.main_path measures."""
+    page = (ROOT / "chapters" / "intro.md").read_text(encoding="utf-8")
+    chapters = core_chapters()
+    times = [_stated_times(path) for path in chapters]
+    first_five = re.search(r"Chapters 1 to 5[^.]*?take about (\d+) minutes", page)
+    every = re.search(rf"all {len(chapters)} chapters take about (\d+) minutes", page)
+    exercises = re.search(r"exercises[^.]*?add about (\d+) minutes", page)
+    dives = re.search(r"deep dives[^.]*?add about (\d+) minutes", page, re.S)
+    assert first_five and every and exercises and dives, "intro.md: no two routes"
+    assert int(first_five.group(1)) == sum(main for main, _ in times[:5])
+    assert int(every.group(1)) == sum(main for main, _ in times)
+    assert int(exercises.group(1)) == sum(extra for _, extra in times)
+    measured = sum(
+        deep_dive_length(nbformat.read(path, as_version=4)).minutes for path in chapters
+    )
+    assert abs(int(dives.group(1)) - measured) <= 0.1 * measured, (
+        f"intro.md: the deep dives add {dives.group(1)} minutes; they measure "
+        f"{measured:.0f} (python -m tools.main_path)"
+    )
