@@ -26,7 +26,9 @@ from tools.exercises import ANSWER_TAG, mark_solutions, student_copy
 from tools.reproducible import PINNED, problem
 from tools.toc import ROOT, chapter_notebooks
 
-CELL_TIMEOUT_S = 300
+# The longest cell, a training run, takes under 3 minutes on an idle two-core machine;
+# the limit leaves room for a busy one.
+CELL_TIMEOUT_S = 900
 
 # Kernels that store outputs run in the pinned numeric environment, and tell cells
 # that time something on the reader's machine to print a stable line instead of
