@@ -460,10 +460,10 @@ def train(
 
     Each step: ``batch_size`` windows (:func:`attn_course.corpus.random_windows`,
     seeded by ``seed``), next-token cross-entropy, backward, gradients clipped to
-    ``clip``, an AdamW step at the step's rate of :func:`lr_schedule` with ``weight_decay`` on the matrices
-    only (:func:`weight_decay_groups`). Every ``eval_every`` steps and after the last,
-    the loss on ``val_batches`` becomes a :class:`TrainLog` row (passed to
-    ``on_eval``). Introduced in Chapter 8.
+    ``clip``, an AdamW step at the step's rate from :func:`lr_schedule`, with
+    ``weight_decay`` on the matrices only (:func:`weight_decay_groups`). Every
+    ``eval_every`` steps and after the last, the loss on ``val_batches`` becomes a
+    :class:`TrainLog` row (passed to ``on_eval``). Introduced in Chapter 8.
     """
     require_int(steps, "steps")
     require_int(batch_size, "batch_size")
