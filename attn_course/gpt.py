@@ -47,6 +47,7 @@ __all__ = [
     "TrainLog",
     "estimate_loss",
     "generate",
+    "lr_schedule",
     "norm_run",
     "stored_norm_runs",
     "train",
@@ -413,6 +414,32 @@ class TrainLog(NamedTuple):
     seconds: float  # wall time since the start of training
 
 
+def lr_schedule(steps, *, max_lr, warmup_steps, min_lr=0.0):
+    """The learning rate of each of the ``steps`` steps of :func:`train`, in order.
+
+    :func:`attn_course.training.lr_at` at steps ``0 .. steps - 1``: a linear warm-up
+    over ``warmup_steps`` steps, then half a cosine from ``max_lr`` towards ``min_lr``.
+    :func:`train` takes its rates from this list. Introduced in Chapter 8.
+
+    Examples
+    --------
+    >>> [round(lr, 3) for lr in lr_schedule(6, max_lr=1.0, warmup_steps=2)]
+    [0.5, 1.0, 1.0, 0.854, 0.5, 0.146]
+    """
+    require_int(steps, "steps")
+    require_int(warmup_steps, "warmup_steps", minimum=0)
+    return [
+        lr_at(
+            step,
+            max_lr=max_lr,
+            warmup_steps=warmup_steps,
+            total_steps=steps,
+            min_lr=min_lr,
+        )
+        for step in range(steps)
+    ]
+
+
 def train(
     model,
     train_ids,
@@ -433,10 +460,10 @@ def train(
 
     Each step: ``batch_size`` windows (:func:`attn_course.corpus.random_windows`,
     seeded by ``seed``), next-token cross-entropy, backward, gradients clipped to
-    ``clip``, an AdamW step at :func:`lr_at` with ``weight_decay`` on the matrices
-    only (:func:`weight_decay_groups`). Every ``eval_every`` steps and after the last,
-    the loss on ``val_batches`` becomes a :class:`TrainLog` row (passed to
-    ``on_eval``). Introduced in Chapter 8.
+    ``clip``, an AdamW step at the step's rate from :func:`lr_schedule`, with
+    ``weight_decay`` on the matrices only (:func:`weight_decay_groups`). Every
+    ``eval_every`` steps and after the last, the loss on ``val_batches`` becomes a
+    :class:`TrainLog` row (passed to ``on_eval``). Introduced in Chapter 8.
     """
     require_int(steps, "steps")
     require_int(batch_size, "batch_size")
@@ -447,16 +474,13 @@ def train(
     )
     generator = torch.Generator().manual_seed(seed)
     T = model.config.context_length
+    rates = lr_schedule(
+        steps, max_lr=max_lr, warmup_steps=warmup_steps, min_lr=min_lr
+    )  # one learning rate per step: warm-up, then cosine
     history, running, start = [], [], time.perf_counter()
     model.train()
     for step in range(steps):
-        lr = lr_at(
-            step,
-            max_lr=max_lr,
-            warmup_steps=warmup_steps,
-            total_steps=steps,
-            min_lr=min_lr,
-        )
+        lr = rates[step]
         for group in optimizer.param_groups:
             group["lr"] = lr
         inputs, targets = random_windows(train_ids, batch_size, T, generator=generator)

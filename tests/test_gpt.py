@@ -22,6 +22,7 @@ from attn_course.gpt import (
     _sampling_probs,
     estimate_loss,
     generate,
+    lr_schedule,
     train,
     weight_decay_groups,
 )
@@ -348,6 +349,15 @@ def test_training_lowers_the_loss_on_a_repeating_text():
     )  # fmt: skip
     assert [row.step for row in history] == [20, 40, 60]
     assert history[-1].val_loss < 0.3 < 2.0 < before
+    rates = lr_schedule(60, max_lr=1e-2, warmup_steps=5)
+    assert [row.lr for row in history] == [rates[row.step - 1] for row in history]
+
+
+def test_lr_schedule_is_lr_at_at_every_step():
+    kwargs = dict(max_lr=3e-3, warmup_steps=20, min_lr=3e-4)
+    rates = lr_schedule(350, **kwargs)
+    assert rates == [lr_at(s, total_steps=350, **kwargs) for s in range(350)]
+    assert rates[0] == pytest.approx(1.5e-4) and max(rates) == rates[19]
 
 
 def test_char_tokenizer_round_trip():
