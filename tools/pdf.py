@@ -24,7 +24,9 @@ from __future__ import annotations
 import argparse
 import functools
 import http.server
+import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -193,7 +195,21 @@ PREPARE_JS = r"""async ([rootDoc, parts, standIns]) => {
     title.parentNode.insertBefore(nav, title.nextSibling);
     await Promise.all(Array.from(document.images).map(
         (img) => img.decode().catch(() => null)));
-    return {inside, unlinked, unresolved, titles};
+    // Every heading's text, in order, for the PDF's bookmarks: math as the text of
+    // its MathML, no permalink sign.
+    const headings = Array.from(document.querySelectorAll(
+        'article h1, article h2, article h3, article h4, article h5, article h6'))
+        .filter((heading) => heading.getClientRects().length > 0)
+        .map((heading) => {
+            const clone = heading.cloneNode(true);
+            clone.querySelectorAll('.headerlink').forEach((node) => node.remove());
+            clone.querySelectorAll('mjx-container').forEach((math) => {
+                const mml = math.querySelector('mjx-assistive-mml');
+                math.replaceWith(mml ? mml.textContent : '');
+            });
+            return clone.textContent.replace(/\s+/g, ' ').trim();
+        });
+    return {inside, unlinked, unresolved, titles, headings};
 }"""
 
 # Whatever is wider than the printed column, which paper would cut off.
@@ -364,7 +380,60 @@ def print_page(page: Path, pdf: Path, chromium: str) -> dict:
     finally:
         server.shutdown()
         server.server_close()
+    retitle_bookmarks(pdf, report["headings"])
     return report
+
+
+# Chromium writes the first line of a heading that starts a page twice into its
+# bookmark ("2.2. 2.2. NotationNotation"), and joins wrapped lines with no space.
+REPEATED_START = re.compile(r"^((?:\d+\.)+ ?)?\1?(.{4,}?)\2(.*)$", re.S)
+
+
+def _squeezed(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def retitle_bookmarks(pdf: Path, headings: list[str]) -> int:
+    """Give the bookmarks of ``pdf`` the text of the page's headings, where they
+    are the same headings in the same order (else only undo the repeated starts);
+    written as an update appended to the file. Returns how many changed."""
+    from pypdf import PdfWriter
+    from pypdf.generic import NameObject, TextStringObject
+
+    writer = PdfWriter(pdf, incremental=True)
+    items = []
+
+    def walk(item):
+        while item is not None:
+            node = item.get_object()
+            items.append(node)
+            if "/First" in node:
+                walk(node["/First"])
+            item = node.get("/Next")
+
+    if "/Outlines" in writer.root_object:
+        walk(writer.root_object["/Outlines"].get("/First"))
+    titles = []
+    for node in items:
+        title = str(node["/Title"])
+        repeated = REPEATED_START.match(title)
+        if repeated:
+            title = (repeated.group(1) or "") + repeated.group(2) + repeated.group(3)
+        titles.append(title)
+    same = len(titles) == len(headings) and all(
+        _squeezed(heading).startswith(_squeezed(title)[:6])
+        for title, heading in zip(titles, headings, strict=True)
+    )
+    changed = 0
+    for node, new in zip(items, headings if same else titles, strict=True):
+        if new != str(node["/Title"]):
+            node[NameObject("/Title")] = TextStringObject(new)
+            changed += 1
+    if changed:
+        update = io.BytesIO()
+        writer.write(update)
+        pdf.write_bytes(update.getvalue())
+    return changed
 
 
 def build(pdf: Path = PDF, *, rebuild_html: bool = True) -> dict:
@@ -377,7 +446,7 @@ def build(pdf: Path = PDF, *, rebuild_html: bool = True) -> dict:
         )
     page = build_single_page() if rebuild_html else SINGLE / PRINTED_PAGE
     report = print_page(page, pdf, chromium)
-    if (WEBSITE / "index.html").exists():
+    if pdf == PDF and (WEBSITE / "index.html").exists():
         shutil.copyfile(pdf, WEBSITE / pdf.name)
     return report
 

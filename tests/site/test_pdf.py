@@ -294,3 +294,30 @@ def test_every_page_of_the_website_links_to_the_pdf_beside_it():
         assert links, f"{entry}: no link to the PDF"
         assert {(page.parent / link).resolve() for link in links} == {copy.resolve()}
     assert filecmp.cmp(pdf, copy, shallow=False), "the website holds an older PDF"
+
+
+def _bookmarks(reader) -> list[str]:
+    titles = []
+
+    def walk(items):
+        for item in items:
+            if isinstance(item, list):
+                walk(item)
+            else:
+                titles.append(str(item["/Title"]))
+
+    walk(reader.outline)
+    return titles
+
+
+def test_the_bookmarks_name_every_page_as_its_heading_does(reader):
+    bookmarks = _bookmarks(reader)
+    unnumbered = {_squeezed(re.sub(r"^(\d+\.)+ ", "", title)) for title in bookmarks}
+    missing = [
+        entry
+        for entry in toc_entries()
+        if _squeezed(_page_title(entry)) not in unnumbered
+    ]
+    assert not missing, f"pages with no bookmark: {missing}"
+    repeated = [title for title in bookmarks if book_pdf.REPEATED_START.match(title)]
+    assert not repeated, f"bookmarks that repeat their start: {repeated}"
