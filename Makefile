@@ -1,6 +1,8 @@
 # Attention, Executed - the commands a reader, an instructor and a maintainer need.
 #
 #   make book      build the website from the stored outputs; prints index.html's path
+#   make pdf       the book as one PDF, _build/pdf/attention-executed.pdf, printed by
+#                  headless Chromium with no network (tools/pdf.py)
 #   make serve     serve the built website on http://127.0.0.1:8000 (PORT=...), where
 #                  its search shows an excerpt of every page it finds
 #   make test      lint, unit tests, nbval (strict, every exercise answered wrong and
@@ -39,7 +41,7 @@ export PYTHONHASHSEED := 0
 
 .PHONY: all book book-all serve test test-anywhere reproducible lint unit nbval \
 	nbval-lax nbval-elsewhere exercises site-check screenshots lab outputs student \
-	workshop workshop-check dist bench bench-history clean
+	workshop workshop-check dist bench bench-history pdf clean
 
 all: test
 
@@ -62,6 +64,11 @@ book: $(STAMP)
 book-all: $(STAMP)
 	$(BIN)/jupyter-book build . --all $(BOOK_FLAGS)
 	@echo "The website is at $(CURDIR)/_build/html/index.html"
+
+# Every page in one PDF, in the order of _toc.yml; make site-check checks it
+# (tests/site/test_pdf.py) and builds it first where it is older than its sources.
+pdf: $(STAMP)
+	$(BIN)/python -m tools.pdf
 
 # Opened from disk, the website works, but its search lists pages without an excerpt
 # (browsers do not let a page read other files from disk); over HTTP it shows them.

@@ -71,9 +71,20 @@ def mark_explorers(app, doctree, docname):
     ]
     if not cells:
         return
-    url = colab_link(docname, Path(app.srcdir) / "_config.yml")
+    config = Path(app.srcdir) / "_config.yml"
     for cell in cells:
-        cell.insert(0, marker(url))
+        cell.insert(0, marker(colab_link(_page_of(cell, docname), config)))
+
+
+def _page_of(node, docname: str) -> str:
+    """The page ``node`` comes from: ``docname``, except in the one page of the
+    ``singlehtml`` builder (the PDF, tools/pdf.py), where each inlined page's sections
+    carry the page's name."""
+    while node is not None:
+        if isinstance(node, nodes.section) and node.get("docname"):
+            return node["docname"]
+        node = node.parent
+    return docname
 
 
 def setup(app):
