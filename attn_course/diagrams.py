@@ -1327,8 +1327,8 @@ def timeline(events):
     """Dated events (:class:`attn_course.history.Event`, in date order), oldest at the
     top: on the left a time axis in years, where each event's dot stands at its date;
     a thin line joins the dot to the event's row, one evenly spaced row each, so
-    that events close in time stay readable. Coloured by kind. Introduced in
-    Chapter 10.
+    that events close in time stay readable. Coloured by kind.
+    Introduced in Chapter 10.
 
     Examples
     --------

@@ -57,12 +57,13 @@ def test_only_a_push_to_main_builds_uploads_and_deploys_the_site():
     assert deploy["steps"][-1]["uses"].startswith("actions/deploy-pages@")
 
 
-def test_every_action_is_pinned_to_a_major_version():
+def test_every_action_is_pinned_to_a_major_version_or_a_release():
     for path in WORKFLOWS:
         for job in load(path)["jobs"].values():
             for step in job.get("steps", []):
                 if "uses" in step:
-                    assert re.fullmatch(r"[\w.-]+/[\w.-]+@v\d+", step["uses"]), step
+                    pin = r"[\w.-]+/[\w.-]+@v\d+(\.\d+\.\d+)?"
+                    assert re.fullmatch(pin, step["uses"]), step
 
 
 def test_the_site_names_its_repository_once_and_ships_a_nojekyll():
