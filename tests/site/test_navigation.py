@@ -28,6 +28,9 @@ CHAPTER = "chapters/01_toy_attention.html"
 SETTLE_S = 3.0
 # WCAG 2.1, 1.4.11: a focus indicator needs 3:1 against the colours next to it.
 MIN_RING_CONTRAST = 3.0
+# Pixels a ring around a box's title changes at the least (a 3 px ring round a
+# 600 px title changes thousands).
+MIN_RING_PIXELS = 500
 
 # The page's width against the window's, and where it is too wide, what reaches
 # furthest right: elements, and runs of text that do not wrap (a long word), each
@@ -336,80 +339,150 @@ def _pixels_changed(first: bytes, second: bytes) -> int:
     return sum(difference.point(lambda v: 255 if v > 24 else 0).histogram()[255:])
 
 
-ON_THE_TOGGLE = "(box) => document.activeElement === box.querySelector('button')"
+# Every toggle of solutions and deep dives on a page, in the order of the page.
+TOGGLES = ".admonition.dropdown button.toggle-button"
+
+# Moves the keyboard's focus to just before toggle ``index`` of the page, with the
+# toggle in the middle of the window: a Tab press then lands on the toggle itself.
+BEFORE_TOGGLE = """([selector, index]) => {
+    const button = document.querySelectorAll(selector)[index];
+    const box = button.closest('.admonition');
+    box.scrollIntoView({block: 'center', behavior: 'instant'});
+    const mark = document.createElement('span');
+    mark.id = 'before-toggle';
+    mark.tabIndex = -1;
+    button.before(mark);
+    mark.focus();
+}"""
+ON_THE_TOGGLE = """([selector, index]) => {
+    document.getElementById('before-toggle').remove();
+    return document.activeElement === document.querySelectorAll(selector)[index];
+}"""
+
+# Where toggle ``index``'s box is in the window, and its title.
+THE_BOX = """([selector, index]) => {
+    const box = document.querySelectorAll(selector)[index].closest('.admonition');
+    const {x, y, width} = box.getBoundingClientRect();
+    const title = box.querySelector('.admonition-title');
+    return {bounds: {x, y, width}, title: title ? title.textContent.trim() : ''};
+}"""
 
 
-async def _tab_to_toggle(context, site_url: str, kind: str) -> dict:
-    page, log = await _open(context, site_url, CHAPTER)
+async def _one_toggle(page, index: int) -> dict:
+    await page.evaluate(BEFORE_TOGGLE, [TOGGLES, index])
+    await page.keyboard.press("Tab")
+    reached = await page.evaluate(ON_THE_TOGGLE, [TOGGLES, index])
+    facts = await page.evaluate(FOCUS_FACTS)
+    box = await page.evaluate(THE_BOX, [TOGGLES, index])
+    bounds = box["bounds"]
+    clip = {
+        "x": max(bounds["x"] - 8, 0),
+        "y": max(bounds["y"] - 8, 0),
+        "width": bounds["width"] + 16,
+        "height": 64,
+    }
+    focused = await page.screenshot(clip=clip)
+    await page.evaluate("() => document.activeElement.blur()")
+    await page.wait_for_timeout(100)
+    plain = await page.screenshot(clip=clip)
+    facts.update(
+        reached=reached,
+        heading=box["title"],
+        changed=_pixels_changed(focused, plain),
+    )
+    return facts
+
+
+async def _page_toggles(context, site_url: str, name: str) -> dict:
+    page, log = await _open(context, site_url, name)
     try:
-        box = page.locator(f".admonition.{kind}.dropdown").first
-        # Start from the element just before the box, then press Tab until the
-        # box's toggle has the focus (links or scrollable outputs may come first).
-        await box.evaluate(
-            """(box) => {
-                const before = box.previousElementSibling;
-                before.setAttribute('tabindex', '-1');
-                before.focus();
-            }"""
-        )
-        presses = 0
-        while presses < 20:
-            await page.keyboard.press("Tab")
-            presses += 1
-            if await box.evaluate(ON_THE_TOGGLE):
-                break
-        facts = await page.evaluate(FOCUS_FACTS)
-        bounds = await box.bounding_box()
-        clip = {
-            "x": max(bounds["x"] - 8, 0),
-            "y": max(bounds["y"] - 8, 0),
-            "width": bounds["width"] + 16,
-            "height": 64,
-        }
-        focused = await page.screenshot(clip=clip)
-        await page.evaluate("() => document.activeElement.blur()")
-        await page.wait_for_timeout(100)
-        plain = await page.screenshot(clip=clip)
-        facts["changed"] = _pixels_changed(focused, plain)
-        facts["presses"] = presses
-        facts["problems"] = log.problems
-        return facts
+        count = await page.locator(TOGGLES).count()
+        toggles = [await _one_toggle(page, index) for index in range(count)]
+        return {"toggles": toggles, "problems": log.problems}
+    except Exception as error:  # a timeout or a crash is that page's failure
+        return {"toggles": [], "problems": [*log.problems, repr(error)]}
     finally:
         await page.close()
 
 
-@pytest.mark.parametrize("mode", ["light", "dark"])
-@pytest.mark.parametrize("kind", ["solution", "deep-dive"])
-def test_a_toggle_reached_with_tab_shows_a_focus_ring(browser, site_url, kind, mode):
-    async def check():
-        context = await browser.context.browser.new_context(
+async def _every_toggle(browser_context, site_url: str) -> dict:
+    slots = asyncio.Semaphore(PAGES_AT_ONCE)
+    contexts = {
+        mode: await browser_context.browser.new_context(
             viewport={"width": 1280, "height": 900}, color_scheme=mode
         )
-        try:
-            return await _tab_to_toggle(context, site_url, kind)
-        finally:
-            await context.close()
+        for mode in MODES
+    }
 
-    facts = browser.run(check())
-    assert not facts["problems"], "\n".join(facts["problems"])
-    assert facts["theme"] == mode, f"the page is in {facts['theme']} mode"
-    assert facts["tag"] == "button" and "toggle-button" in facts["classes"], (
-        f"{facts['presses']} Tab presses did not reach the {kind}'s toggle "
-        f"(focus on a {facts['tag']}.{facts['classes']})"
-    )
+    async def one(view):
+        name, mode = view
+        async with slots:
+            return await _page_toggles(contexts[mode], site_url, name)
+
+    try:
+        results = await asyncio.gather(*(one(view) for view in TOGGLE_VIEWS))
+    finally:
+        for context in contexts.values():
+            await context.close()
+    return dict(zip(TOGGLE_VIEWS, results, strict=True))
+
+
+MODES = ("light", "dark")
+TOGGLE_VIEWS = [
+    (f"chapters/{path.with_suffix('.html').name}", mode)
+    for path in core_chapters()
+    for mode in MODES
+]
+
+
+@pytest.fixture(scope="session")
+def toggles(browser, site_url) -> dict:
+    """Every toggle of every chapter, focused with Tab: ``{(page, mode): facts}``."""
+    return browser.run(_every_toggle(browser.context, site_url))
+
+
+def _ring_problem(facts: dict, mode: str) -> str | None:
+    """Why this focused toggle shows no visible focus ring, or None."""
+    if facts["theme"] != mode:
+        return f"the page is in {facts['theme']} mode"
+    if not facts["reached"] or facts["tag"] != "button":
+        return f"Tab did not reach the toggle (focus on a {facts['tag']})"
     rings = [r for r in (facts["own"], facts["title"]) if r is not None]
     drawn = [r for r in rings if r["style"] != "none" and r["width"] >= 2]
-    assert drawn, f"{kind} toggle, {mode} mode: no outline of 2 px or more: {rings}"
+    if not drawn:
+        return f"no outline of 2 px or more: {rings}"
     ring = _rgb(drawn[0]["colour"])
     ratios = [
         contrast_ratio(ring, tuple(v / 255 for v in background))
         for background in facts["backgrounds"]
     ]
-    assert min(ratios) >= MIN_RING_CONTRAST, (
-        f"{kind} toggle, {mode} mode: focus ring {drawn[0]['colour']} has contrast "
-        f"{min(ratios):.2f} with its background (needs {MIN_RING_CONTRAST})"
-    )
+    if min(ratios) < MIN_RING_CONTRAST:
+        return (
+            f"focus ring {drawn[0]['colour']} has contrast {min(ratios):.2f} with "
+            f"its background (needs {MIN_RING_CONTRAST})"
+        )
     # The ring is on screen: focusing the toggle changes a ring's worth of pixels.
-    assert facts["changed"] >= 500, (
-        f"{kind} toggle, {mode} mode: focus changed only {facts['changed']} pixels"
+    if facts["changed"] < MIN_RING_PIXELS:
+        return f"focus changed only {facts['changed']} pixels"
+    return None
+
+
+@pytest.mark.parametrize(
+    "view", TOGGLE_VIEWS, ids=[f"{name}-{mode}" for name, mode in TOGGLE_VIEWS]
+)
+def test_every_toggle_reached_with_tab_shows_a_focus_ring(view, toggles):
+    """Each toggle of a solution or a deep dive, reached with Tab, shows a ring of
+    3:1 contrast that changes the pixels around its title."""
+    name, mode = view
+    result = toggles[view]
+    assert not result["problems"], f"{name}:\n" + "\n".join(result["problems"])
+    assert result["toggles"], f"{name}: no toggle of a solution or a deep dive"
+    problems = [
+        f"toggle {index + 1} ({facts['box']}: {facts['heading']!r}): {problem}"
+        for index, facts in enumerate(result["toggles"])
+        if (problem := _ring_problem(facts, mode))
+    ]
+    assert not problems, (
+        f"{name}, {mode} mode, {len(problems)} of {len(result['toggles'])} "
+        "toggles:\n" + "\n".join(problems)
     )
