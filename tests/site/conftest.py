@@ -7,29 +7,17 @@ import asyncio
 import functools
 import http.server
 import os
-import shutil
 import threading
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
+from tools.pdf import CHROMIUM_FLAGS, find_chromium
 from tools.toc import ROOT
 
 HTML = ROOT / "_build" / "html"
-CHROMIUM_CANDIDATES = ("chromium", "chromium-browser", "google-chrome")
-CHROMIUM_FLAGS = (
-    "--no-sandbox --disable-gpu --disable-quic --no-first-run "
-    "--disable-background-networking --disable-component-update --disable-sync"
-).split()
 VIEWPORT = {"width": 1280, "height": 900}
-
-
-def _find_chromium() -> str | None:
-    explicit = os.environ.get("CHROMIUM")
-    if explicit:
-        return explicit
-    return next(filter(None, map(shutil.which, CHROMIUM_CANDIDATES)), None)
 
 
 def _skip_or_fail(reason: str):
@@ -72,7 +60,7 @@ class Browser:
 
 @pytest.fixture(scope="session")
 def browser():
-    executable = _find_chromium()
+    executable = find_chromium()
     if executable is None:
         _skip_or_fail(
             "no Chromium found (install it with `apt-get install chromium`, "
