@@ -9,13 +9,12 @@ axe-core comes from the pinned PyPI package ``axe-playwright-python``, which shi
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
 
 from tests.site.conftest import _skip_or_fail
-from tests.site.test_site import OPEN_EVERY_BOX, PAGES, PAGES_AT_ONCE, PageLog, load
+from tests.site.test_site import OPEN_EVERY_BOX, PAGES, PageLog, load, visit_views
 
 pytestmark = pytest.mark.site
 
@@ -142,27 +141,15 @@ async def _audit(context, site_url: str, name: str, width: int, script: str) -> 
 
 
 async def _audit_all(browser_context, site_url: str, script: str) -> dict:
-    chromium = browser_context.browser
-    contexts = {
-        (mode, width): await chromium.new_context(
-            viewport={"width": width, "height": height}, color_scheme=mode
-        )
-        for mode in MODES
-        for width, height in WIDTHS.items()
-    }
-    slots = asyncio.Semaphore(PAGES_AT_ONCE)
+    async def audit(context, view):
+        name, _, width = view
+        return await _audit(context, site_url, name, width, script)
 
-    async def one(view):
-        name, mode, width = view
-        async with slots:
-            return await _audit(contexts[mode, width], site_url, name, width, script)
+    def setting(view):
+        _, mode, width = view
+        return mode, width, WIDTHS[width]
 
-    try:
-        results = await asyncio.gather(*(one(view) for view in VIEWS))
-    finally:
-        for context in contexts.values():
-            await context.close()
-    return dict(zip(VIEWS, results, strict=True))
+    return await visit_views(browser_context, VIEWS, setting, audit)
 
 
 @pytest.fixture(scope="session")

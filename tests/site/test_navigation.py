@@ -17,6 +17,7 @@ from tests.site.test_site import (
     PAGES_AT_ONCE,
     PageLog,
     load,
+    visit_views,
 )
 from tools.toc import core_chapters
 
@@ -406,25 +407,12 @@ async def _page_toggles(context, site_url: str, name: str) -> dict:
 
 
 async def _every_toggle(browser_context, site_url: str) -> dict:
-    slots = asyncio.Semaphore(PAGES_AT_ONCE)
-    contexts = {
-        mode: await browser_context.browser.new_context(
-            viewport={"width": 1280, "height": 900}, color_scheme=mode
-        )
-        for mode in MODES
-    }
+    async def toggles(context, view):
+        return await _page_toggles(context, site_url, view[0])
 
-    async def one(view):
-        name, mode = view
-        async with slots:
-            return await _page_toggles(contexts[mode], site_url, name)
-
-    try:
-        results = await asyncio.gather(*(one(view) for view in TOGGLE_VIEWS))
-    finally:
-        for context in contexts.values():
-            await context.close()
-    return dict(zip(TOGGLE_VIEWS, results, strict=True))
+    return await visit_views(
+        browser_context, TOGGLE_VIEWS, lambda view: (view[1], 1280, 900), toggles
+    )
 
 
 MODES = ("light", "dark")

@@ -199,6 +199,29 @@ async def _visit(context, url, origin_url, screenshot, screenshot_turn) -> Visit
     return visit
 
 
+async def visit_views(browser_context, views, setting, visit) -> dict:
+    """``{view: await visit(context, view)}`` for every view, PAGES_AT_ONCE at a
+    time. ``setting(view)`` is the ``(colour mode, width, height)`` the view is seen
+    in; each setting gets one browser context of its own, closed at the end."""
+    contexts = {}
+    for mode, width, height in sorted({setting(view) for view in views}):
+        contexts[mode, width, height] = await browser_context.browser.new_context(
+            viewport={"width": width, "height": height}, color_scheme=mode
+        )
+    slots = asyncio.Semaphore(PAGES_AT_ONCE)
+
+    async def one(view):
+        async with slots:
+            return await visit(contexts[setting(view)], view)
+
+    try:
+        results = await asyncio.gather(*(one(view) for view in views))
+    finally:
+        for context in contexts.values():
+            await context.close()
+    return dict(zip(views, results, strict=True))
+
+
 async def _visit_all(context, site_url: str) -> dict[str, Visit]:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     slots = asyncio.Semaphore(PAGES_AT_ONCE)
