@@ -20,7 +20,7 @@ function                      chapter     shows
 :func:`kv_cache_step`         9           one step of generation with a KV cache
 :func:`rnn_encoder_decoder`   10          a GRU encoder-decoder, attention or not
 :func:`timeline`              10          dated events on a time axis
-:func:`roadmap`               all         the course in four stages, "you are here"
+:func:`roadmap`               all         the course in five stages, "you are here"
 ============================  ==========  ===================================
 """
 
@@ -1416,11 +1416,12 @@ COURSE = (
     ),
     ("Models", ((8, "A tiny GPT"), (9, "Efficient\nattention"))),
     ("Why it won", ((10, "Attention\nagainst RNNs"),)),
+    ("Today's\nmodels", ((11, "The 2026\nattention layer"),)),
 )
 
 
 def roadmap(chapter=None):
-    """The course as four stages, left to right, with ``chapter`` (a number, or
+    """The course as five stages, left to right, with ``chapter`` (a number, or
     ``None`` for none) highlighted as "you are here". Introduced in Chapter 1.
 
     Examples
@@ -1435,14 +1436,15 @@ def roadmap(chapter=None):
             f"chapter must be one of {numbers[0]}..{numbers[-1]} or None, got "
             f"{chapter!r}"
         )
-    column, box_height, gap = WIDTH / len(COURSE), 0.5, 0.12
+    column, box_height, gap = 1.3, 0.5, 0.12
+    width = column * len(COURSE)
     tallest = max(len(chapters) for _, chapters in COURSE)
     title = 0.35 if chapter else 0.0
     height = title + 0.6 + tallest * (box_height + gap)
-    canvas = _Canvas(WIDTH, height)
+    canvas = _Canvas(width, height)
     if chapter:
         canvas.text(
-            WIDTH / 2,
+            width / 2,
             height - 0.2,
             f"you are here: Chapter {chapter}",
             ha="center",
