@@ -251,7 +251,8 @@ _FEATURES = (("sinks", "sinks"), ("qk_norm", "QK-norm"))
 def model_card_table(*, tokens, bytes_per_number=2, cards=MODEL_CARDS):
     """One row per model of ``cards``: its attention, heads and KV-cache size.
 
-    Each row holds ``model``, ``attention`` (kind and features), ``heads``
+    Each row holds ``model``, ``attention`` (kind and features; ``window 128 on
+    18/36``: 18 of the 36 layers attend to the last 128 tokens only), ``heads``
     (``"query/kv"``; MLA's keys and values come from one latent), ``numbers`` (per
     token per layer), ``bytes_per_token`` (whole model) and ``cache_bytes``: one
     sequence of ``tokens`` tokens, where a sliding layer keeps at most its window.
@@ -264,6 +265,7 @@ def model_card_table(*, tokens, bytes_per_number=2, cards=MODEL_CARDS):
     [('DeepSeek-V3', 576), ('Llama 3 70B', 2048)]
     """
     tokens = require_int(tokens, "tokens", hint="the length of one sequence")
+    width = require_int(bytes_per_number, "bytes_per_number", hint="2 for bfloat16")
     rows = []
     for card in cards:
         if card["attention"] == "MLA":
@@ -277,7 +279,7 @@ def model_card_table(*, tokens, bytes_per_number=2, cards=MODEL_CARDS):
         features = [card["attention"]]
         if windowed:
             features.append(
-                f"window {card['window']} on {windowed}/{card['num_layers']} layers"
+                f"window {card['window']} on {windowed}/{card['num_layers']}"
             )
         features += [name for key, name in _FEATURES if card.get(key)]
         kept = windowed * min(tokens, card.get("window", tokens))
@@ -288,23 +290,23 @@ def model_card_table(*, tokens, bytes_per_number=2, cards=MODEL_CARDS):
                 "attention": ", ".join(features),
                 "heads": heads,
                 "numbers": numbers,
-                "bytes_per_token": numbers * card["num_layers"] * bytes_per_number,
-                "cache_bytes": numbers * kept * bytes_per_number,
+                "bytes_per_token": numbers * card["num_layers"] * width,
+                "cache_bytes": numbers * kept * width,
             }
         )
     return rows
 
 
 def format_model_card_table(rows):
-    """The rows of :func:`model_card_table` as an aligned text table (KiB per token,
-    GiB per sequence). Introduced in Chapter 11.
+    """The rows of :func:`model_card_table` as an aligned text table: numbers per
+    token per layer, KiB per token, GiB per sequence. Introduced in Chapter 11.
 
     >>> print(format_model_card_table(model_card_table(tokens=1024)[:1]))
-    model        attention  heads       numbers/layer  KiB/token  GiB/sequence
-    DeepSeek-V3  MLA        128/latent  576            68.6       0.07
+    model        attention  heads       numbers  KiB/tok  GiB/seq
+    DeepSeek-V3  MLA        128/latent  576      68.6     0.07
     """
-    header = ("model", "attention", "heads", "numbers/layer", "KiB/token")
-    table = [(*header, "GiB/sequence")]
+    header = ("model", "attention", "heads", "numbers", "KiB/tok")
+    table = [(*header, "GiB/seq")]
     for row in rows:
         table.append(
             (
