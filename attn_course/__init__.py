@@ -23,6 +23,9 @@ corpus, gpt, training
     Text, a character tokenizer, a tiny GPT and its training (Chapter 8).
 efficient, kv_cache
     Online softmax, tiled attention, sliding windows and the KV cache (Chapter 9).
+latent
+    Multi-head latent attention, KV-cache bytes per token and the model-card table
+    (Chapter 11).
 rnn, history
     GRU encoder-decoders with additive attention, and Chapter 10's timeline.
 data, walkthrough, plot, diagrams, explorer
@@ -43,7 +46,7 @@ on ``masks``; ``modules`` on ``functional`` and ``kv_cache``; ``walkthrough`` an
 ``training``; ``gpt`` on those and ``corpus``; ``plot`` draws what ``walkthrough``
 computes and ``diagrams`` uses ``plot``'s figures; ``checks`` use all of these;
 ``history`` on ``efficient`` (its loader of stored results); ``rnn`` on ``seq2seq``;
-``explorer`` comes last.
+``latent`` on ``masks``, ``positions`` and ``kv_cache``; ``explorer`` comes last.
 """
 
 from . import (
@@ -58,6 +61,7 @@ from . import (
     gpt,
     history,
     kv_cache,
+    latent,
     masks,
     modules,
     numerics,
@@ -76,6 +80,12 @@ from .efficient import online_softmax, sliding_window_mask, tiled_attention
 from .functional import scaled_dot_product_attention
 from .gpt import GPT, GPTConfig, generate
 from .kv_cache import KVCache, LayerCache, kv_cache_numbers
+from .latent import (
+    MultiHeadLatentAttention,
+    format_model_card_table,
+    kv_cache_bytes_per_token,
+    model_card_table,
+)
 from .masks import (
     causal_mask,
     key_padding_to_attn_mask,
@@ -115,6 +125,7 @@ __all__ = [
     "LayerCache",
     "MultiHeadAttention",
     "MultiHeadAttentionWrapper",
+    "MultiHeadLatentAttention",
     "SelfAttentionV1",
     "SelfAttentionV2",
     "Seq2SeqConfig",
@@ -134,6 +145,7 @@ __all__ = [
     "diagrams",
     "efficient",
     "explorer",
+    "format_model_card_table",
     "functional",
     "generate",
     "gpt",
@@ -141,8 +153,11 @@ __all__ = [
     "history",
     "key_padding_to_attn_mask",
     "kv_cache",
+    "kv_cache_bytes_per_token",
     "kv_cache_numbers",
+    "latent",
     "masks",
+    "model_card_table",
     "modules",
     "numerics",
     "online_softmax",
