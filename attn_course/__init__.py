@@ -72,7 +72,12 @@ from . import (
     walkthrough,
 )
 from .data import ToySentence, hello_shiny_sun, your_journey
-from .efficient import online_softmax, sliding_window_mask, tiled_attention
+from .efficient import (
+    online_softmax,
+    saved_tensor_bytes,
+    sliding_window_mask,
+    tiled_attention,
+)
 from .functional import scaled_dot_product_attention
 from .gpt import GPT, GPTConfig, generate
 from .kv_cache import KVCache, LayerCache, kv_cache_numbers
@@ -152,6 +157,7 @@ __all__ = [
     "positions",
     "rnn",
     "rope_permutation",
+    "saved_tensor_bytes",
     "scaled_dot_product_attention",
     "seq2seq",
     "shapes",
