@@ -22,7 +22,8 @@ block
 corpus, gpt, training
     Text, a character tokenizer, a tiny GPT and its training (Chapter 8).
 efficient, kv_cache
-    Online softmax, tiled attention, sliding windows and the KV cache (Chapter 9).
+    Online softmax, tiled attention, sliding windows and the KV cache (Chapter 9);
+    tiled attention's recomputing backward pass and the paged KV cache (Chapter 11).
 rnn, history
     GRU encoder-decoders with additive attention, and Chapter 10's timeline.
 data, walkthrough, plot, diagrams, explorer
@@ -80,7 +81,13 @@ from .efficient import (
 )
 from .functional import scaled_dot_product_attention
 from .gpt import GPT, GPTConfig, generate
-from .kv_cache import KVCache, LayerCache, kv_cache_numbers
+from .kv_cache import (
+    KVCache,
+    LayerCache,
+    PagedKVCache,
+    kv_cache_numbers,
+    paged_vs_preallocated,
+)
 from .masks import (
     causal_mask,
     key_padding_to_attn_mask,
@@ -120,6 +127,7 @@ __all__ = [
     "LayerCache",
     "MultiHeadAttention",
     "MultiHeadAttentionWrapper",
+    "PagedKVCache",
     "SelfAttentionV1",
     "SelfAttentionV2",
     "Seq2SeqConfig",
@@ -153,6 +161,7 @@ __all__ = [
     "online_softmax",
     "order_task",
     "padding_mask",
+    "paged_vs_preallocated",
     "plot",
     "positions",
     "rnn",
