@@ -22,7 +22,8 @@ block
 corpus, gpt, training
     Text, a character tokenizer, a tiny GPT and its training (Chapter 8).
 efficient, kv_cache
-    Online softmax, tiled attention, sliding windows and the KV cache (Chapter 9).
+    Online softmax, tiled attention, sliding windows and the KV cache (Chapter 9);
+    tiled attention's recomputing backward pass and the paged KV cache (Chapter 11).
 latent
     Multi-head latent attention, KV-cache bytes per token and the model-card table
     (Chapter 11).
@@ -76,10 +77,21 @@ from . import (
     walkthrough,
 )
 from .data import ToySentence, hello_shiny_sun, your_journey
-from .efficient import online_softmax, sliding_window_mask, tiled_attention
+from .efficient import (
+    online_softmax,
+    saved_tensor_bytes,
+    sliding_window_mask,
+    tiled_attention,
+)
 from .functional import scaled_dot_product_attention
 from .gpt import GPT, GPTConfig, generate
-from .kv_cache import KVCache, LayerCache, kv_cache_numbers
+from .kv_cache import (
+    KVCache,
+    LayerCache,
+    PagedKVCache,
+    kv_cache_numbers,
+    paged_vs_preallocated,
+)
 from .latent import (
     MultiHeadLatentAttention,
     format_model_card_table,
@@ -126,6 +138,7 @@ __all__ = [
     "MultiHeadAttention",
     "MultiHeadAttentionWrapper",
     "MultiHeadLatentAttention",
+    "PagedKVCache",
     "SelfAttentionV1",
     "SelfAttentionV2",
     "Seq2SeqConfig",
@@ -163,10 +176,12 @@ __all__ = [
     "online_softmax",
     "order_task",
     "padding_mask",
+    "paged_vs_preallocated",
     "plot",
     "positions",
     "rnn",
     "rope_permutation",
+    "saved_tensor_bytes",
     "scaled_dot_product_attention",
     "seq2seq",
     "shapes",
