@@ -23,6 +23,8 @@ corpus, gpt, training
     Text, a character tokenizer, a tiny GPT and its training (Chapter 8).
 efficient, kv_cache
     Online softmax, tiled attention, sliding windows and the KV cache (Chapter 9).
+modern
+    RMSNorm, SwiGLU and attention with sinks: the block of 2026 models (Chapter 11).
 rnn, history
     GRU encoder-decoders with additive attention, and Chapter 10's timeline.
 data, walkthrough, plot, diagrams, explorer
@@ -35,15 +37,14 @@ numerics, shapes
 
 The modules import only downwards, with no cycle (a test checks it): ``_validate``,
 ``shapes``, ``data``, ``masks``, ``translation``, ``positions``, ``order_task`` and
-``kv_cache`` import nothing of the package but ``_validate``, and ``numerics``
-nothing at all; ``functional`` builds
-on ``masks``; ``modules`` on ``functional`` and ``kv_cache``; ``walkthrough`` and
-``efficient`` on ``functional``; ``block`` on ``modules``; ``training`` and
-``corpus`` on ``_validate`` only; ``seq2seq`` on ``block``, ``positions`` and
-``training``; ``gpt`` on those and ``corpus``; ``plot`` draws what ``walkthrough``
-computes and ``diagrams`` uses ``plot``'s figures; ``checks`` use all of these;
-``history`` on ``efficient`` (its loader of stored results); ``rnn`` on ``seq2seq``;
-``explorer`` comes last.
+``kv_cache`` import nothing of the package but ``_validate``, and ``numerics`` nothing
+at all; ``functional`` builds on ``masks``; ``modules`` on ``functional`` and
+``kv_cache``; ``walkthrough``, ``efficient`` and ``modern`` on ``functional``; ``block``
+on ``modules``; ``training`` and ``corpus`` on ``_validate`` only; ``seq2seq`` on
+``block``, ``positions`` and ``training``; ``gpt`` on those and ``corpus``; ``plot``
+draws what ``walkthrough`` computes and ``diagrams`` uses ``plot``'s figures; ``checks``
+use all of these; ``history`` on ``efficient`` (its loader of stored results); ``rnn``
+on ``seq2seq``; ``explorer`` comes last.
 """
 
 from . import (
@@ -59,6 +60,7 @@ from . import (
     history,
     kv_cache,
     masks,
+    modern,
     modules,
     numerics,
     order_task,
@@ -82,6 +84,7 @@ from .masks import (
     padding_mask,
     to_additive_mask,
 )
+from .modern import RMSNorm, SwiGLU, attention_with_sinks, swiglu_hidden
 from .modules import (
     CausalAttention,
     CrossAttention,
@@ -115,15 +118,18 @@ __all__ = [
     "LayerCache",
     "MultiHeadAttention",
     "MultiHeadAttentionWrapper",
+    "RMSNorm",
     "SelfAttentionV1",
     "SelfAttentionV2",
     "Seq2SeqConfig",
     "Seq2SeqTransformer",
     "ShapeTracer",
+    "SwiGLU",
     "ToySentence",
     "alibi_bias",
     "alibi_slopes",
     "apply_rope",
+    "attention_with_sinks",
     "causal_mask",
     "block",
     "bound",
@@ -143,6 +149,7 @@ __all__ = [
     "kv_cache",
     "kv_cache_numbers",
     "masks",
+    "modern",
     "modules",
     "numerics",
     "online_softmax",
@@ -158,6 +165,7 @@ __all__ = [
     "training",
     "sinusoidal_positions",
     "sliding_window_mask",
+    "swiglu_hidden",
     "to_additive_mask",
     "tiled_attention",
     "translation",
