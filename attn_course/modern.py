@@ -6,6 +6,8 @@
   :func:`swiglu_hidden`, the width that gives it a GELU network's parameters.
 - :func:`attention_with_sinks`: attention whose softmax has one extra learned logit
   per head, a *sink* that can take weight from every key (gpt-oss, OpenAI 2025).
+- :class:`ModernAttention`: causal multi-head attention with QK-norm, sinks, a
+  sliding window and no output bias, each an option, for Chapter 8's GPT.
 
 Introduced in Chapter 11.
 """
@@ -16,10 +18,26 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._validate import require_floating, require_int, require_positive, require_tensor
+from ._validate import (
+    require_flag,
+    require_floating,
+    require_int,
+    require_positive,
+    require_tensor,
+)
+from .efficient import sliding_window_mask
 from .functional import _check_inputs, _masked
+from .modules import MultiHeadAttention
 
-__all__ = ["RMSNorm", "SwiGLU", "attention_with_sinks", "swiglu_hidden"]
+__all__ = [
+    "ModernAttention",
+    "RMSNorm",
+    "SwiGLU",
+    "attention_with_sinks",
+    "swiglu_hidden",
+]
+
+_WINDOW_HINT = "it counts the keys a query sees, itself included"
 
 
 class RMSNorm(nn.Module):
@@ -173,3 +191,86 @@ def _with_sinks(query, key, value, sink_logits, attn_mask, is_causal, scale, wei
     attention = torch.softmax(torch.cat([scores, sinks], dim=-1), dim=-1)[..., :-1]
     output = attention @ value  # (..., T_q, T_k) @ (..., T_k, d_v)
     return (output, attention) if weights else output
+
+
+class ModernAttention(MultiHeadAttention):
+    """Causal multi-head self-attention with the options of 2026 models.
+
+    :class:`attn_course.MultiHeadAttention` (or, with ``num_kv_heads``,
+    :class:`attn_course.GroupedQueryAttention`) plus: ``qk_norm``, an
+    :class:`RMSNorm` over each head's features of the queries (``q_norm``) and keys
+    (``k_norm``) before the scores, one weight of ``head_dim`` shared by the heads
+    (Qwen3, OLMo 2); ``sinks``, a learned logit per head, ``sink_logits`` (zeros at
+    first), through :func:`attention_with_sinks`; ``window``, the number of keys a
+    query sees, itself included (:func:`attn_course.sliding_window_mask`); ``bias``,
+    ``False`` for an ``out_proj`` without bias. Introduced in Chapter 11.
+
+    Shapes
+    ------
+    x : (B, T, d_in)
+    output : (B, T, d_out)
+    weights : (B, H, T, T)
+
+    Examples
+    --------
+    >>> attn = ModernAttention(8, 8, 6, 0.0, 2, qk_norm=True, sinks=True, window=3)
+    >>> out, weights = attn(torch.randn(1, 6, 8), return_weights=True)
+    >>> bool(weights[0, :, 5, :3].eq(0).all())  # token 5 sees tokens 3 to 5 only
+    True
+    """
+
+    _shown = MultiHeadAttention._shown + ("qk_norm", "sinks", "window")
+
+    def __init__(
+        self,
+        d_in,
+        d_out,
+        context_length,
+        dropout,
+        num_heads,
+        qkv_bias=False,
+        *,
+        num_kv_heads=None,
+        qk_norm=False,
+        sinks=False,
+        window=None,
+        bias=True,
+    ):
+        given = (d_in, d_out, context_length, dropout, num_heads, qkv_bias)
+        self._build(given, True, num_kv_heads=num_kv_heads)
+        self.qk_norm = require_flag(qk_norm, "qk_norm")
+        self.sinks = require_flag(sinks, "sinks")
+        if window is not None:
+            window = require_int(window, "window", hint=_WINDOW_HINT)
+        self.window = window
+        if not require_flag(bias, "bias"):
+            self.out_proj = nn.Linear(self.d_out, self.d_out, bias=False)
+        if qk_norm:
+            self.q_norm = RMSNorm(self.head_dim)
+            self.k_norm = RMSNorm(self.head_dim)
+        if sinks:
+            self.sink_logits = nn.Parameter(torch.zeros(self.num_heads))
+
+    def forward(self, x, *, return_weights=False, cache=None, attn_mask=None, **rest):
+        """As :meth:`attn_course.MultiHeadAttention.forward`; the window joins
+        ``attn_mask``."""
+        if self.window is not None:
+            past = 0 if cache is None else len(cache)
+            T_k = past + x.size(-2)
+            window = sliding_window_mask(T_k, self.window, device=x.device)[past:]
+            attn_mask = window if attn_mask is None else attn_mask & window
+        return super().forward(
+            x, return_weights=return_weights, cache=cache, attn_mask=attn_mask, **rest
+        )
+
+    def _weigh(self, queries, keys, values, attn_mask, is_causal):
+        if self.qk_norm:
+            queries, keys = self.q_norm(queries), self.k_norm(keys)  # (B, H, T, d)
+        if not self.sinks:
+            return super()._weigh(queries, keys, values, attn_mask, is_causal)
+        scale = 1.0 / math.sqrt(self.head_dim)
+        _, weights = _with_sinks(
+            queries, keys, values, self.sink_logits, attn_mask, is_causal, scale, True
+        )
+        weights = self.dropout(weights)
+        return weights @ values, weights  # (B, H, T_q, d), (B, H, T_q, T_k)
