@@ -27,6 +27,8 @@ efficient, kv_cache
 latent
     Multi-head latent attention, KV-cache bytes per token and the model-card table
     (Chapter 11).
+modern
+    RMSNorm, SwiGLU and attention with sinks: the block of 2026 models (Chapter 11).
 rnn, history
     GRU encoder-decoders with additive attention, and Chapter 10's timeline.
 data, walkthrough, plot, diagrams, explorer
@@ -40,14 +42,14 @@ numerics, shapes
 The modules import only downwards, with no cycle (a test checks it): ``_validate``,
 ``shapes``, ``data``, ``masks``, ``translation``, ``positions``, ``order_task`` and
 ``kv_cache`` import nothing of the package but ``_validate``, and ``numerics``
-nothing at all; ``functional`` builds
-on ``masks``; ``modules`` on ``functional`` and ``kv_cache``; ``walkthrough`` and
-``efficient`` on ``functional``; ``block`` on ``modules``; ``training`` and
-``corpus`` on ``_validate`` only; ``seq2seq`` on ``block``, ``positions`` and
-``training``; ``gpt`` on those and ``corpus``; ``plot`` draws what ``walkthrough``
-computes and ``diagrams`` uses ``plot``'s figures; ``checks`` use all of these;
-``history`` on ``efficient`` (its loader of stored results); ``rnn`` on ``seq2seq``;
-``latent`` on ``masks``, ``positions`` and ``kv_cache``; ``explorer`` comes last.
+nothing at all; ``functional`` builds on ``masks``; ``modules`` on ``functional`` and
+``kv_cache``; ``walkthrough`` and ``efficient`` on ``functional``; ``modern`` on
+``efficient`` and ``modules``; ``block`` on ``modern``; ``training`` and ``corpus``
+on ``_validate`` only; ``seq2seq`` on ``block``, ``positions`` and ``training``;
+``gpt`` on those and ``corpus``; ``plot`` draws what ``walkthrough`` computes and
+``diagrams`` uses ``plot``'s figures; ``checks`` use all of these; ``history`` on
+``efficient`` (its loader of stored results); ``rnn`` on ``seq2seq``; ``latent`` on
+``masks``, ``positions`` and ``kv_cache``; ``explorer`` comes last.
 """
 
 from . import (
@@ -64,6 +66,7 @@ from . import (
     kv_cache,
     latent,
     masks,
+    modern,
     modules,
     numerics,
     order_task,
@@ -104,6 +107,7 @@ from .masks import (
     padding_mask,
     to_additive_mask,
 )
+from .modern import RMSNorm, SwiGLU, attention_with_sinks, swiglu_hidden
 from .modules import (
     CausalAttention,
     CrossAttention,
@@ -139,15 +143,18 @@ __all__ = [
     "MultiHeadAttentionWrapper",
     "MultiHeadLatentAttention",
     "PagedKVCache",
+    "RMSNorm",
     "SelfAttentionV1",
     "SelfAttentionV2",
     "Seq2SeqConfig",
     "Seq2SeqTransformer",
     "ShapeTracer",
+    "SwiGLU",
     "ToySentence",
     "alibi_bias",
     "alibi_slopes",
     "apply_rope",
+    "attention_with_sinks",
     "causal_mask",
     "block",
     "bound",
@@ -171,6 +178,7 @@ __all__ = [
     "latent",
     "masks",
     "model_card_table",
+    "modern",
     "modules",
     "numerics",
     "online_softmax",
@@ -188,6 +196,7 @@ __all__ = [
     "training",
     "sinusoidal_positions",
     "sliding_window_mask",
+    "swiglu_hidden",
     "to_additive_mask",
     "tiled_attention",
     "translation",
