@@ -53,7 +53,7 @@ class Settings:
     """What one run measures; stored in the file next to the results."""
 
     seeds: tuple[int, ...] = (0, 1, 2)
-    steps: int = 120
+    steps: int = 400
     num_layers: int = 4
     window_layers: int = 6
     sink_window: int = 8
