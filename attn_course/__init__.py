@@ -22,7 +22,13 @@ block
 corpus, gpt, training
     Text, a character tokenizer, a tiny GPT and its training (Chapter 8).
 efficient, kv_cache
-    Online softmax, tiled attention, sliding windows and the KV cache (Chapter 9).
+    Online softmax, tiled attention, sliding windows and the KV cache (Chapter 9);
+    tiled attention's recomputing backward pass and the paged KV cache (Chapter 11).
+latent
+    Multi-head latent attention, KV-cache bytes per token and the model-card table
+    (Chapter 11).
+modern
+    RMSNorm, SwiGLU and attention with sinks: the block of 2026 models (Chapter 11).
 rnn, history
     GRU encoder-decoders with additive attention, and Chapter 10's timeline.
 data, walkthrough, plot, diagrams, explorer
@@ -36,14 +42,14 @@ numerics, shapes
 The modules import only downwards, with no cycle (a test checks it): ``_validate``,
 ``shapes``, ``data``, ``masks``, ``translation``, ``positions``, ``order_task`` and
 ``kv_cache`` import nothing of the package but ``_validate``, and ``numerics``
-nothing at all; ``functional`` builds
-on ``masks``; ``modules`` on ``functional`` and ``kv_cache``; ``walkthrough`` and
-``efficient`` on ``functional``; ``block`` on ``modules``; ``training`` and
-``corpus`` on ``_validate`` only; ``seq2seq`` on ``block``, ``positions`` and
-``training``; ``gpt`` on those and ``corpus``; ``plot`` draws what ``walkthrough``
-computes and ``diagrams`` uses ``plot``'s figures; ``checks`` use all of these;
-``history`` on ``efficient`` (its loader of stored results); ``rnn`` on ``seq2seq``;
-``explorer`` comes last.
+nothing at all; ``functional`` builds on ``masks``; ``modules`` on ``functional`` and
+``kv_cache``; ``walkthrough`` and ``efficient`` on ``functional``; ``modern`` on
+``efficient`` and ``modules``; ``block`` on ``modern``; ``training`` and ``corpus``
+on ``_validate`` only; ``seq2seq`` on ``block``, ``positions`` and ``training``;
+``gpt`` on those and ``corpus``; ``plot`` draws what ``walkthrough`` computes and
+``diagrams`` uses ``plot``'s figures; ``checks`` use all of these; ``history`` on
+``efficient`` (its loader of stored results); ``rnn`` on ``seq2seq``; ``latent`` on
+``masks``, ``positions`` and ``kv_cache``; ``explorer`` comes last.
 """
 
 from . import (
@@ -58,7 +64,9 @@ from . import (
     gpt,
     history,
     kv_cache,
+    latent,
     masks,
+    modern,
     modules,
     numerics,
     order_task,
@@ -72,16 +80,34 @@ from . import (
     walkthrough,
 )
 from .data import ToySentence, hello_shiny_sun, your_journey
-from .efficient import online_softmax, sliding_window_mask, tiled_attention
+from .efficient import (
+    online_softmax,
+    saved_tensor_bytes,
+    sliding_window_mask,
+    tiled_attention,
+)
 from .functional import scaled_dot_product_attention
 from .gpt import GPT, GPTConfig, generate
-from .kv_cache import KVCache, LayerCache, kv_cache_numbers
+from .kv_cache import (
+    KVCache,
+    LayerCache,
+    PagedKVCache,
+    kv_cache_numbers,
+    paged_vs_preallocated,
+)
+from .latent import (
+    MultiHeadLatentAttention,
+    format_model_card_table,
+    kv_cache_bytes_per_token,
+    model_card_table,
+)
 from .masks import (
     causal_mask,
     key_padding_to_attn_mask,
     padding_mask,
     to_additive_mask,
 )
+from .modern import RMSNorm, SwiGLU, attention_with_sinks, swiglu_hidden
 from .modules import (
     CausalAttention,
     CrossAttention,
@@ -115,15 +141,20 @@ __all__ = [
     "LayerCache",
     "MultiHeadAttention",
     "MultiHeadAttentionWrapper",
+    "MultiHeadLatentAttention",
+    "PagedKVCache",
+    "RMSNorm",
     "SelfAttentionV1",
     "SelfAttentionV2",
     "Seq2SeqConfig",
     "Seq2SeqTransformer",
     "ShapeTracer",
+    "SwiGLU",
     "ToySentence",
     "alibi_bias",
     "alibi_slopes",
     "apply_rope",
+    "attention_with_sinks",
     "causal_mask",
     "block",
     "bound",
@@ -134,6 +165,7 @@ __all__ = [
     "diagrams",
     "efficient",
     "explorer",
+    "format_model_card_table",
     "functional",
     "generate",
     "gpt",
@@ -141,23 +173,30 @@ __all__ = [
     "history",
     "key_padding_to_attn_mask",
     "kv_cache",
+    "kv_cache_bytes_per_token",
     "kv_cache_numbers",
+    "latent",
     "masks",
+    "model_card_table",
+    "modern",
     "modules",
     "numerics",
     "online_softmax",
     "order_task",
     "padding_mask",
+    "paged_vs_preallocated",
     "plot",
     "positions",
     "rnn",
     "rope_permutation",
+    "saved_tensor_bytes",
     "scaled_dot_product_attention",
     "seq2seq",
     "shapes",
     "training",
     "sinusoidal_positions",
     "sliding_window_mask",
+    "swiglu_hidden",
     "to_additive_mask",
     "tiled_attention",
     "translation",

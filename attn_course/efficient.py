@@ -8,7 +8,9 @@ compute the same result one block at a time, keeping a *running maximum* and a
 recent keys. :func:`stored_benchmark`, :func:`print_timings`,
 :func:`print_stored_timings` and :func:`operations_run` report timings and the
 operations a call runs. Introduced in Chapter 9, where each function is first
-written by hand.
+written by hand. Chapter 11 gives :func:`tiled_attention` a backward pass that
+recomputes the tiles, and measures with :func:`saved_tensor_bytes` what autograd
+keeps for it.
 """
 
 import json
@@ -17,6 +19,7 @@ import os
 from importlib import resources
 
 import torch
+from torch.autograd.function import once_differentiable
 
 from ._validate import kind_of, require_floating, require_int, require_tensor
 from .functional import _check_inputs
@@ -27,12 +30,14 @@ __all__ = [
     "online_softmax",
     "print_stored_timings",
     "print_timings",
+    "saved_tensor_bytes",
     "sliding_window_mask",
     "stored_benchmark",
     "tiled_attention",
 ]
 
 _LOG2_E = math.log2(math.e)
+_LN_2 = math.log(2.0)
 
 _BLOCK_HINT = "it counts the entries handled together, e.g. block_size=64"
 
@@ -124,6 +129,7 @@ def tiled_attention(
     is_causal=False,
     scale=None,
     return_tiles=False,
+    recompute=True,
 ):
     """Attention computed one tile of scores at a time, with an online softmax.
 
@@ -134,13 +140,23 @@ def tiled_attention(
     multiplied by ``exp(m_old - m_new)`` when ``m`` rises. The output is the weighted
     sum divided by ``s``. As in PyTorch's kernels, the running values are float32
     whatever the input dtype. For speed, tiles are updated in place and ``exp2`` of
-    scores times ``log2(e)`` replaces ``exp``. It saves memory at inference only:
-    autograd keeps every tile for the backward pass.
+    scores times ``log2(e)`` replaces ``exp``.
 
-    A tile that ``is_causal`` or ``attn_mask`` blocks entirely is skipped;
-    ``return_tiles`` also returns a bool ``(query blocks, key blocks)`` tensor of the
-    tiles computed. A query with all keys masked gets zeros. The causal triangle is
-    aligned at the top-left corner. Introduced in Chapter 9.
+    In training it saves memory too. When autograd needs the gradients of ``query``,
+    ``key`` or ``value``, the loop runs without recording and keeps only the inputs,
+    the output and each query's log-sum-exp ``L = m + ln s``; the backward pass
+    recomputes each tile's probabilities ``exp(scaled score - L)`` from them
+    (FlashAttention-2, Dao 2023, arXiv:2307.08691): memory that grows like ``T``,
+    not ``T**2``. ``recompute=False`` lets autograd record the loop instead, keeping
+    every tile, as Chapter 9's version did. The mask gets no gradient from the
+    recomputing backward: a float ``attn_mask`` that requires grad needs
+    ``recompute=False``.
+
+    A tile that ``is_causal`` or ``attn_mask`` blocks entirely is skipped, in both
+    passes; ``return_tiles`` also returns a bool ``(query blocks, key blocks)`` tensor
+    of the tiles computed. A query with all keys masked gets zeros, and so do its
+    gradients. The causal triangle is aligned at the top-left corner.
+    Introduced in Chapter 9; the recomputing backward pass in Chapter 11.
 
     Shapes
     ------
@@ -167,15 +183,20 @@ def tiled_attention(
     >>> expected = scaled_dot_product_attention(q, k, v, is_causal=True)
     >>> torch.allclose(out, expected, atol=1e-6)
     True
+
+    Saved for the backward pass at T = 256, recomputing or recording every tile:
+
+    >>> q, k, v = (torch.randn(1, 256, 8, requires_grad=True) for _ in range(3))
+    >>> saved_tensor_bytes(tiled_attention, q, k, v, block_size=64)
+    33792
+    >>> saved_tensor_bytes(tiled_attention, q, k, v, block_size=64, recompute=False)
+    299264
     """
     scores_shape, _, scale = _check_inputs(
         query, key, value, attn_mask, 0.0, is_causal, scale
     )
     block_size = require_int(block_size, "block_size", hint=_BLOCK_HINT)
     *batch, T_q, T_k = scores_shape
-    tiles = torch.zeros(
-        math.ceil(T_q / block_size), math.ceil(T_k / block_size), dtype=torch.bool
-    )
     # The leading dimensions (batch, heads, ...) never mix: view them as one,
     # N, so that every product below is one torch.bmm of 3-D tensors. (A view,
     # not a copy, unless a leading dimension is broadcast, or the dtype changes
@@ -185,52 +206,119 @@ def tiled_attention(
     queries = query.expand(*batch, T_q, d_k).reshape(N, T_q, d_k).to(work)
     keys = key.expand(*batch, T_k, d_k).reshape(N, T_k, d_k).to(work)
     values = value.expand(*batch, T_k, d_v).reshape(N, T_k, d_v).to(work)
-    output = values.new_empty((N, T_q, d_v))
-    if attn_mask is not None:
-        # True where a query may see a key (a float mask hides one with -inf).
-        visible = attn_mask if attn_mask.dtype == torch.bool else attn_mask > -math.inf
-        attn_mask, visible = (_full_rows(t, T_q, T_k) for t in (attn_mask, visible))
+    tiling = _Tiling(batch, T_q, T_k, block_size, is_causal, scale, attn_mask, work)
+    needs_grad = torch.is_grad_enabled() and any(
+        t is not None and t.requires_grad for t in (query, key, value, attn_mask)
+    )
+    if recompute and needs_grad:
+        if attn_mask is not None and attn_mask.requires_grad:
+            raise ValueError(
+                "attn_mask requires grad, but the recomputing backward pass of "
+                "tiled_attention gives the mask no gradient; pass "
+                "attn_mask.detach(), or recompute=False to let autograd record "
+                "every tile (and give the mask its gradient)"
+            )
+        output, tiles = _RecomputingAttention.apply(queries, keys, values, tiling)
+    else:
+        output, _, tiles = _tiled_forward(queries, keys, values, tiling)
+    output = output.reshape(*batch, T_q, d_v).to(query.dtype)
+    if return_tiles:
+        return output, tiles
+    return output
 
-    for q_index, q_start in enumerate(range(0, T_q, block_size)):
-        q_end = min(q_start + block_size, T_q)
+
+class _Tiling:
+    """Which tiles of scores the loop computes, and each tile's masked scores: one
+    copy for the forward and the backward pass, which must skip and mask alike."""
+
+    def __init__(self, batch, T_q, T_k, block_size, is_causal, scale, attn_mask, work):
+        self.batch, self.T_q, self.T_k = batch, T_q, T_k
+        self.block_size, self.is_causal, self.scale = block_size, is_causal, scale
+        self.work, self.attn_mask = work, attn_mask
+        if attn_mask is not None:
+            # True where a query may see a key (a float mask hides one with -inf).
+            visible = (
+                attn_mask if attn_mask.dtype == torch.bool else attn_mask > -math.inf
+            )
+            self.attn_mask, self.visible = (
+                _full_rows(t, T_q, T_k) for t in (attn_mask, visible)
+            )
+
+    def query_blocks(self):
+        """``(index, start, end)`` of each block of queries."""
+        for q_index, q_start in enumerate(range(0, self.T_q, self.block_size)):
+            yield q_index, q_start, min(q_start + self.block_size, self.T_q)
+
+    def key_blocks(self, q_start, q_end):
+        """``(index, start, end)`` of each block of keys that the queries
+        ``q_start`` to ``q_end - 1`` may see at least one key of."""
+        for k_index, k_start in enumerate(range(0, self.T_k, self.block_size)):
+            if self.is_causal and k_start > q_end - 1:
+                # Every key from here on comes after every query of the block:
+                # the rest of this row of tiles is above the diagonal. Skip it.
+                break
+            k_end = min(k_start + self.block_size, self.T_k)
+            if (
+                self.attn_mask is not None
+                and not self.visible[..., q_start:q_end, k_start:k_end].any()
+            ):
+                continue  # the mask blocks every score of this tile: skip it
+            yield k_index, k_start, k_end
+
+    def scores(self, q_block, k_block, q_start, q_end, k_start, k_end):
+        """The tile ``q_block @ k_block^T`` with the mask applied, in log2 units:
+        ``q_block`` holds the queries times ``scale * log2(e)``."""
+        # (N, block, d_k) @ (N, d_k, block) -> (N, block, block)
+        scores = torch.bmm(q_block, k_block.mT)
+        if self.is_causal and k_end - 1 > q_start:
+            # The diagonal crosses this tile: add a mask that removes the keys
+            # after each query (0 keeps a score, -inf removes it).
+            rows = torch.arange(q_start, q_end, device=scores.device)[:, None]
+            cols = torch.arange(k_start, k_end, device=scores.device)[None, :]
+            scores += to_additive_mask(cols <= rows, dtype=scores.dtype)
+        elif self.attn_mask is not None:
+            tile_mask = self.attn_mask[..., q_start:q_end, k_start:k_end]
+            # A view of the scores that the tile of the mask broadcasts to:
+            # (N, block, block) -> (..., block, block)
+            tile = scores.view(*self.batch, *scores.shape[1:])
+            if tile_mask.dtype == torch.bool:
+                tile.masked_fill_(~tile_mask, float("-inf"))
+            else:  # the scores are in units of log2 (times log2(e)): the mask too
+                tile += tile_mask.to(self.work) * _LOG2_E
+        return scores
+
+
+def _tiled_forward(queries, keys, values, tiling, *, log_sum_exp=False):
+    """The loop of :func:`tiled_attention` on ``(N, T, d)`` tensors: the output,
+    each query's log-sum-exp ``(N, T_q)`` in natural-log units (or ``None`` unless
+    ``log_sum_exp``), and the tiles computed."""
+    N, T_q, d_v = queries.size(0), queries.size(1), values.size(-1)
+    block_size = tiling.block_size
+    tiles = torch.zeros(
+        math.ceil(T_q / block_size),
+        math.ceil(tiling.T_k / block_size),
+        dtype=torch.bool,
+    )
+    output = values.new_empty((N, T_q, d_v))
+    lse = values.new_empty((N, T_q)) if log_sum_exp else None
+
+    for q_index, q_start, q_end in tiling.query_blocks():
         # Scaling the queries scales every score of the block: the scores are
         # scaled before the running maximum is taken, as the softmax needs. The
         # extra factor log2(e) lets the loop use 2**x, cheaper than exp(x) on
         # some CPUs: 2**(x * log2(e)) == exp(x).
-        q_block = queries[:, q_start:q_end] * (scale * _LOG2_E)  # (N, block, d_k)
+        q_block = queries[:, q_start:q_end] * (tiling.scale * _LOG2_E)
         # Per query of the block: running maximum m, running sum s of
         # 2**(score - m), and the running weighted sum of the values.
         m = q_block.new_full((N, q_end - q_start, 1), float("-inf"))  # (N, block, 1)
         s = torch.zeros_like(m)  # (N, block, 1)
         weighted_sum = values.new_zeros((N, q_end - q_start, d_v))
 
-        for k_index, k_start in enumerate(range(0, T_k, block_size)):
-            if is_causal and k_start > q_end - 1:
-                # Every key from here on comes after every query of the block:
-                # the rest of this row of tiles is above the diagonal. Skip it.
-                break
-            k_end = min(k_start + block_size, T_k)
-            if attn_mask is not None:
-                tile_mask = attn_mask[..., q_start:q_end, k_start:k_end]
-                if not visible[..., q_start:q_end, k_start:k_end].any():
-                    continue  # the mask blocks every score of this tile: skip it
+        for k_index, k_start, k_end in tiling.key_blocks(q_start, q_end):
             tiles[q_index, k_index] = True
-            # (N, block, d_k) @ (N, d_k, block) -> (N, block, block)
-            scores = torch.bmm(q_block, keys[:, k_start:k_end].mT)
-            if is_causal and k_end - 1 > q_start:
-                # The diagonal crosses this tile: add a mask that removes the keys
-                # after each query (0 keeps a score, -inf removes it).
-                rows = torch.arange(q_start, q_end, device=scores.device)[:, None]
-                cols = torch.arange(k_start, k_end, device=scores.device)[None, :]
-                scores += to_additive_mask(cols <= rows, dtype=scores.dtype)
-            elif attn_mask is not None:
-                # A view of the scores that the tile of the mask broadcasts to:
-                # (N, block, block) -> (..., block, block)
-                tile = scores.view(*batch, *scores.shape[1:])
-                if tile_mask.dtype == torch.bool:
-                    tile.masked_fill_(~tile_mask, float("-inf"))
-                else:  # the scores are in units of log2 (times log2(e)): the mask too
-                    tile += tile_mask.to(work) * _LOG2_E
+            scores = tiling.scores(
+                q_block, keys[:, k_start:k_end], q_start, q_end, k_start, k_end
+            )
             # The new running maximum. It is only a reference point that keeps
             # every power at most 1: the output does not depend on it, so no
             # gradient has to flow through it (detach), and the lines below may
@@ -254,12 +342,95 @@ def tiled_attention(
 
         # A query whose keys are all masked has s = 0 and a weighted sum of 0:
         # divide by 1 there, so that its output is 0 (not 0 / 0 = NaN).
-        output[:, q_start:q_end] = weighted_sum / torch.where(s > 0, s, 1.0)
+        total = torch.where(s > 0, s, 1.0)
+        output[:, q_start:q_end] = weighted_sum / total
+        if lse is not None:
+            # L = m + ln s, from log2 units: (m' + log2 s) * ln 2. A query that
+            # sees no key gets L = 0 (m' = 0, s = 1 above), not ln 0 = -inf: its
+            # recomputed probabilities exp(-inf - 0) are 0, where exp(-inf + inf)
+            # would be NaN.
+            lse[:, q_start:q_end] = (
+                (_reference_point(m) + torch.log2(total)) * _LN_2
+            ).squeeze(-1)
+    return output, lse, tiles
 
-    output = output.reshape(*batch, T_q, d_v).to(query.dtype)
-    if return_tiles:
+
+class _RecomputingAttention(torch.autograd.Function):
+    """:func:`_tiled_forward` with a backward pass that recomputes each tile from
+    the saved log-sum-exp: FlashAttention-2's backward pass (Dao 2023, Algorithm 2),
+    here in the forward pass's order of tiles (FlashAttention-2 takes key blocks in
+    the outer loop, so that a GPU block owns its dK and dV)."""
+
+    @staticmethod
+    def forward(ctx, queries, keys, values, tiling):
+        output, lse, tiles = _tiled_forward(
+            queries, keys, values, tiling, log_sum_exp=True
+        )
+        # All that the backward pass needs: (N, T, d) and (N, T_q), no tile.
+        ctx.save_for_backward(queries, keys, values, output, lse)
+        ctx.tiling = tiling  # holds the caller's mask, not a copy of it
+        ctx.mark_non_differentiable(tiles)
         return output, tiles
-    return output
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_output, _grad_tiles):
+        queries, keys, values, output, lse = ctx.saved_tensors
+        tiling, scale = ctx.tiling, ctx.tiling.scale
+        grad_q, grad_k, grad_v = (torch.zeros_like(t) for t in (queries, keys, values))
+        # D = rowsum(dO * O) = rowsum(dP * P): each query's softmax correction
+        D = (grad_output * output).sum(dim=-1, keepdim=True)  # (N, T_q, 1)
+        lse_log2 = lse.unsqueeze(-1) * _LOG2_E  # (N, T_q, 1), in the loop's units
+        for _, q_start, q_end in tiling.query_blocks():
+            q_raw = queries[:, q_start:q_end]
+            q_block = q_raw * (scale * _LOG2_E)  # as in the forward pass
+            dO = grad_output[:, q_start:q_end]  # (N, block, d_v)
+            for _, k_start, k_end in tiling.key_blocks(q_start, q_end):
+                k_block, v_block = keys[:, k_start:k_end], values[:, k_start:k_end]
+                scores = tiling.scores(q_block, k_block, q_start, q_end, k_start, k_end)
+                # P = exp(scaled score - L): the tile's probabilities, recomputed
+                P = scores.sub_(lse_log2[:, q_start:q_end]).exp2_()  # (N, bq, bk)
+                # dV += P^T dO: (N, bk, bq) @ (N, bq, d_v)
+                grad_v[:, k_start:k_end].baddbmm_(P.mT, dO)
+                # dP = dO V^T, then dS = P * (dP - D), in place
+                dS = torch.bmm(dO, v_block.mT).sub_(D[:, q_start:q_end]).mul_(P)
+                # dQ += dS K * scale; dK += dS^T Q * scale
+                grad_q[:, q_start:q_end].baddbmm_(dS, k_block, alpha=scale)
+                grad_k[:, k_start:k_end].baddbmm_(dS.mT, q_raw, alpha=scale)
+        return grad_q, grad_k, grad_v, None
+
+
+def saved_tensor_bytes(fn, *args, **kwargs):
+    """The bytes of the tensors that autograd saves for the backward pass while
+    ``fn(*args, **kwargs)`` runs, seen by ``torch.autograd.graph.saved_tensors_hooks``.
+
+    Each storage counts once, whole: several saved tensors can be views of one
+    storage (a block of keys is a view of all the keys), and a view keeps all of its
+    storage alive. Storages are told apart by ``untyped_storage().data_ptr()``.
+    Saved inputs count too. Introduced in Chapter 11.
+
+    >>> x = torch.ones(1000, requires_grad=True)
+    >>> saved_tensor_bytes(torch.exp, x)  # exp saves its output: 1000 float32
+    4000
+    >>> # each output of exp is saved twice (by exp and by *), and counted once
+    >>> saved_tensor_bytes(lambda t: t[:500].exp() * t[500:].exp(), x)
+    4000
+    """
+    if not callable(fn):
+        raise TypeError(
+            f"fn must be a function, got {kind_of(fn)}; e.g. "
+            "saved_tensor_bytes(tiled_attention, q, k, v)"
+        )
+    saved = []  # kept to the end, so that no address is freed and reused meanwhile
+
+    def pack(tensor):
+        saved.append(tensor)
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        fn(*args, **kwargs)
+    storages = {t.untyped_storage().data_ptr(): t.untyped_storage() for t in saved}
+    return sum(storage.nbytes() for storage in storages.values())
 
 
 def _full_rows(mask, T_q, T_k):

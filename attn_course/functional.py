@@ -142,8 +142,6 @@ def six_steps(
     tensor([[0.7311, 0.2689],
             [0.2689, 0.7311]])
     """
-    T_q, T_k = query.size(-2), key.size(-2)
-
     # Step 1: how well each query matches each key, one dot product per pair.
     # (..., T_q, d_k) @ (..., d_k, T_k) -> (..., T_q, T_k)
     scores = query @ key.transpose(-2, -1)
@@ -152,13 +150,7 @@ def six_steps(
     scores = scores * scale
 
     # Step 3: mask. A blocked key gets a score of -inf, so its weight will be 0.
-    if is_causal:
-        allowed = causal_mask(T_q, T_k, device=scores.device)
-        scores = scores.masked_fill(~allowed, float("-inf"))
-    elif attn_mask is not None and attn_mask.dtype == torch.bool:
-        scores = scores.masked_fill(~attn_mask, float("-inf"))
-    elif attn_mask is not None:
-        scores = scores + attn_mask.to(scores.dtype)
+    scores = _masked(scores, attn_mask, is_causal)
 
     # Step 4: softmax over the keys, so each query's weights sum to 1.
     # A query whose keys are all masked has a row of -inf scores. A plain softmax
@@ -195,6 +187,20 @@ def six_steps(
     if return_weights:
         return output, weights
     return output
+
+
+def _masked(scores, attn_mask, is_causal):
+    """``scores`` with every blocked key at -inf (a float ``attn_mask`` is added):
+    step 3 of :func:`six_steps`."""
+    if is_causal:
+        T_q, T_k = scores.shape[-2:]
+        allowed = causal_mask(T_q, T_k, device=scores.device)
+        return scores.masked_fill(~allowed, float("-inf"))
+    if attn_mask is not None and attn_mask.dtype == torch.bool:
+        return scores.masked_fill(~attn_mask, float("-inf"))
+    if attn_mask is not None:
+        return scores + attn_mask.to(scores.dtype)
+    return scores
 
 
 # Sizes that two inputs must share: (first, second, dimension, letter, why, fix).

@@ -27,6 +27,7 @@ from torch import nn
 from ._validate import (
     _as_real,
     kind_of,
+    require_choice,
     require_flag,
     require_heads,
     require_int,
@@ -34,7 +35,7 @@ from ._validate import (
     require_probability,
     require_tensor,
 )
-from .block import TransformerBlock
+from .block import NORMS, TransformerBlock, _norm
 from .corpus import CharTokenizer, python_docs_text, random_windows, train_val_split
 from .efficient import load_measured
 from .kv_cache import KVCache
@@ -55,6 +56,10 @@ __all__ = [
 ]
 
 POSITIONS = ("learned", "sinusoidal")
+FEED_FORWARDS = {
+    "gelu": "two linear layers with GPT-2's GELU between (Chapter 8)",
+    "swiglu": "SwiGLU with as many weights (Chapter 11)",
+}
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,15 @@ class GPTConfig:
     post-norm (2017) blocks; ``tie_weights`` makes the output layer reuse the token
     embedding; ``positions`` is "learned" or "sinusoidal"; ``num_kv_heads`` below
     ``num_heads`` is grouped-query attention (Chapter 9).
+
+    Chapter 11's swaps, each off by default: ``norm="rms"`` (RMSNorm everywhere),
+    ``feed_forward="swiglu"`` (at :func:`attn_course.swiglu_hidden` of ``d_ff``),
+    ``bias=False`` (no bias in ``out_proj``, feed-forward networks or norms),
+    ``qk_norm`` (RMSNorm of each head's queries and keys), ``sinks`` (a learned sink
+    logit per head and layer), ``window`` (each query sees the last ``window`` keys,
+    itself included) and ``global_every`` (with a window, every ``global_every``-th
+    layer, the last of each group, sees all keys: 6 is Gemma 3's 5 local to 1
+    global, 2 gpt-oss's alternation). See :class:`attn_course.block.TransformerBlock`.
 
     >>> GPTConfig(vocab_size=65, context_length=64).d_ff
     512
@@ -82,6 +96,13 @@ class GPTConfig:
     positions: str = "learned"
     qkv_bias: bool = False
     num_kv_heads: int | None = None
+    norm: str = "layer"
+    feed_forward: str = "gelu"
+    bias: bool = True
+    qk_norm: bool = False
+    sinks: bool = False
+    window: int | None = None
+    global_every: int | None = None
 
     def __post_init__(self):
         for name in (
@@ -117,6 +138,24 @@ class GPTConfig:
                 f"{self.num_heads}: each key-value head serves num_heads // "
                 "num_kv_heads query heads; e.g. num_kv_heads="
                 f"{math.gcd(self.num_heads, self.num_kv_heads)}"
+            )
+        require_choice(self.norm, "norm", NORMS)
+        require_choice(self.feed_forward, "feed_forward", FEED_FORWARDS)
+        for name in ("bias", "qk_norm", "sinks"):
+            require_flag(getattr(self, name), name)
+        if self.window is not None:
+            require_int(self.window, "window", hint="e.g. window=16, itself included")
+        if self.global_every is not None:
+            if self.window is None:
+                raise ValueError(
+                    f"global_every={self.global_every} needs a window: it picks the "
+                    "layers that see every key among layers with a sliding window; "
+                    "give window=W too, or leave global_every=None"
+                )
+            require_int(
+                self.global_every,
+                "global_every",
+                hint="e.g. global_every=6 for 5 local layers to 1 global",
             )
         if self.positions == "sinusoidal" and self.d_model % 2:
             raise ValueError(
@@ -175,24 +214,42 @@ class GPT(nn.Module):
                     c.context_length,
                     c.dropout,
                     causal=True,
-                    activation="gelu_tanh",  # GPT-2's GELU
+                    # GPT-2's GELU, or SwiGLU
+                    activation="gelu_tanh" if c.feed_forward == "gelu" else "swiglu",
                     norm_first=c.norm_first,
                     qkv_bias=c.qkv_bias,
                     num_kv_heads=c.num_kv_heads,
+                    norm=c.norm,
+                    bias=c.bias,
+                    qk_norm=c.qk_norm,
+                    sinks=c.sinks,
+                    window=None if self.is_global(layer) else c.window,
                 )
-                for _ in range(c.num_layers)
+                for layer in range(c.num_layers)
             ]
         )
-        self.final_norm = nn.LayerNorm(c.d_model) if c.norm_first else nn.Identity()
+        self.final_norm = (
+            _norm(c.norm, c.d_model, c.bias) if c.norm_first else nn.Identity()
+        )
         self.head = nn.Linear(c.d_model, c.vocab_size, bias=False)
         self.apply(self._init_weights)
         residual_std = 0.02 / math.sqrt(2 * c.num_layers)
         for block in self.blocks:
             nn.init.normal_(block.self_attn.out_proj.weight, std=residual_std)
-            second_linear = block.feed_forward.net[3]  # (d_ff -> D)
-            nn.init.normal_(second_linear.weight, std=residual_std)
+            ff = block.feed_forward
+            second_linear = ff.down_proj if c.feed_forward == "swiglu" else ff.net[3]
+            nn.init.normal_(second_linear.weight, std=residual_std)  # (d_ff -> D)
         if c.tie_weights:
             self.head.weight = self.token_embedding.weight
+
+    def is_global(self, layer):
+        """Whether block ``layer`` sees every key: always without a window; with
+        one, only every ``global_every``-th (the last of each group). Introduced in
+        Chapter 11."""
+        c = self.config
+        if c.window is None:
+            return True
+        return c.global_every is not None and (layer + 1) % c.global_every == 0
 
     @staticmethod
     def _init_weights(module):
@@ -255,13 +312,15 @@ class GPT(nn.Module):
             )
         return past
 
-    def forward(self, idx, *, return_weights=False, cache=None):
+    def forward(self, idx, *, return_weights=False, cache=None, attn_mask=None):
         """Logits for the next token at every position, and each block's weights if
         asked.
 
         With a :class:`attn_course.KVCache` (Chapter 9), ``idx`` continues the cached
         tokens at positions ``len(cache)`` onwards and its keys and values join the
-        cache.
+        cache. ``attn_mask``, bool ``(T, len(cache) + T)`` with ``True`` = may attend,
+        restricts every block's attention further (and the causal mask still holds):
+        e.g. a sliding window at evaluation (Chapter 11).
         """
         T = self._check(idx)
         past = self._check_cache(cache, T)
@@ -275,7 +334,9 @@ class GPT(nn.Module):
         layers = [None] * len(self.blocks) if cache is None else cache.layers
         all_weights = []
         for block, layer_cache in zip(self.blocks, layers, strict=True):
-            x, weights = block(x, return_weights=True, cache=layer_cache)
+            x, weights = block(
+                x, return_weights=True, cache=layer_cache, attn_mask=attn_mask
+            )
             all_weights.append(weights)  # x (B, T, D), weights (B, H, T, T)
         logits = self.head(self.final_norm(x))  # (B, T, D) -> (B, T, V)
         return (logits, tuple(all_weights)) if return_weights else logits

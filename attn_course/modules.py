@@ -27,6 +27,7 @@ from torch import nn
 from ._validate import (
     describe_call,
     kind_of,
+    require_bool_mask,
     require_floating,
     require_heads,
     require_int,
@@ -468,12 +469,30 @@ class _MultiHeadBase(nn.Module):
     def extra_repr(self):
         return ", ".join(f"{name}={getattr(self, name)}" for name in self._shown)
 
-    def _attend(self, x, memory, key_padding_mask, return_weights, trace, cache=None):
+    def _weigh(self, queries, keys, values, attn_mask, is_causal):
+        """Every head attends on its own: the six steps of
+        scaled_dot_product_attention, without its checks of the inputs."""
+        return six_steps(
+            queries,
+            keys,
+            values,
+            attn_mask,
+            self.dropout.p,
+            is_causal=is_causal,
+            scale=1.0 / math.sqrt(self.head_dim),
+            training=self.training,
+            return_weights=True,
+        )
+
+    def _attend(
+        self, x, memory, key_padding_mask, return_weights, trace, cache=None, mask=None
+    ):
         """Mask, project, split into heads, attend, merge the heads, project out.
 
         ``memory`` is ``x`` itself for self-attention; ``self.causal`` and
         ``self._letters`` come from the subclass. With a ``cache``, the new keys and
-        values are appended to it and the queries attend to all it holds.
+        values are appended to it and the queries attend to all it holds. ``mask``,
+        ``(T_q, past + T_k)``, is combined with the others.
         """
         causal = self.causal
         Tq, Tk = self._letters
@@ -499,6 +518,10 @@ class _MultiHeadBase(nn.Module):
                 # The functional takes a mask or is_causal, not both: combine them.
                 # (B, 1, 1, T_k) & (T_q, T_k) -> (B, 1, T_q, T_k)
                 attn_mask = attn_mask & causal_mask(T_q, T_k, device=x.device)
+        if mask is not None:
+            if causal and attn_mask is None:
+                mask = mask & causal_mask(T_q, past + T_q, offset=past, device=x.device)
+            attn_mask = mask if attn_mask is None else attn_mask & mask
 
         queries = self.W_query(x)  # (B, T_q, d_in) -> (B, T_q, D)
         _emit(trace, "queries", queries, f"(B, {Tq}, D)")
@@ -520,19 +543,8 @@ class _MultiHeadBase(nn.Module):
             # Each group of H // H_kv query heads shares one key and value head:
             # (B, H_kv, T_k, d) -> (B, H, T_k, d), as enable_gqa=True does.
             keys, values = _repeat_key_value_heads(queries, keys, values)
-        # Every head attends on its own: the six steps of
-        # scaled_dot_product_attention, without its checks of the inputs.
-        context, weights = six_steps(
-            queries,
-            keys,
-            values,
-            attn_mask,
-            self.dropout.p,
-            is_causal=causal and not past and attn_mask is None,
-            scale=1.0 / math.sqrt(self.head_dim),
-            training=self.training,
-            return_weights=True,
-        )
+        is_causal = causal and not past and attn_mask is None
+        context, weights = self._weigh(queries, keys, values, attn_mask, is_causal)
         _emit(trace, "weights", weights, f"(B, H, {Tq}, {Tk})")
         _emit(trace, "context", context, f"(B, H, {Tq}, d)")
 
@@ -625,14 +637,23 @@ class MultiHeadAttention(_MultiHeadBase):
         self.causal = bool(causal)
 
     def forward(
-        self, x, *, key_padding_mask=None, return_weights=False, trace=None, cache=None
+        self,
+        x,
+        *,
+        key_padding_mask=None,
+        return_weights=False,
+        trace=None,
+        cache=None,
+        attn_mask=None,
     ):
         """Attend from each token to the tokens it may see, in every head.
 
         ``key_padding_mask`` (``True`` = real token) is combined with the causal mask.
         ``cache``, a :class:`attn_course.LayerCache` of the tokens before ``x``
         (Chapter 9), gets the new keys and values, and the weights become
-        ``(B, H, T, past + T)``.
+        ``(B, H, T, past + T)``. ``attn_mask``, a bool ``(T, past + T)`` mask
+        (``True`` = may attend), is combined with the others too: e.g. a sliding
+        window at evaluation (Chapter 11).
         """
         T = _check_tokens(x, "x", "d_in", self.d_in, allow_unbatched=False)
         past = 0
@@ -650,8 +671,18 @@ class MultiHeadAttention(_MultiHeadBase):
                 )
             past = len(cache)
         _check_length(past + T, self.context_length)
+        if attn_mask is not None:
+            require_bool_mask(attn_mask, "attn_mask")
+            if tuple(attn_mask.shape) != (T, past + T):
+                raise ValueError(
+                    f"attn_mask must have shape (T, past + T) = ({T}, {past + T}), "
+                    f"one row per token of x, got {tuple(attn_mask.shape)}; e.g. "
+                    f"attn_course.sliding_window_mask({T}, window)"
+                )
         _emit(trace, "x", x, "(B, T, d_in)")
-        return self._attend(x, x, key_padding_mask, return_weights, trace, cache)
+        return self._attend(
+            x, x, key_padding_mask, return_weights, trace, cache, attn_mask
+        )
 
 
 class GroupedQueryAttention(MultiHeadAttention):

@@ -438,6 +438,190 @@ def test_half_precision_is_as_accurate_as_pytorchs_kernel(dtype, is_causal):
     assert ours <= pytorch + 2 * in_float32
 
 
+# --- The recomputing backward pass of tiled_attention (Chapter 11)
+
+
+BLOCK = 5
+
+
+def backward_case(name):
+    """float64 inputs ``(B, H, T, d)``, keyword arguments of attention, and whether a
+    query sees no key (where PyTorch's kernel gives NaN and ours zeros). Blocks of
+    5 (``BLOCK``) divide neither length."""
+    gen = torch.Generator().manual_seed(len(name))
+    T_q, T_k = {"causal": (23, 23), "uneven": (13, 29)}.get(name, (19, 26))
+    query = torch.randn(2, 3, T_q, 6, generator=gen, dtype=torch.float64)
+    key_batch = (1, 3) if name == "broadcast keys" else (2, 3)
+    key, value = (
+        torch.randn(*key_batch, T_k, width, generator=gen, dtype=torch.float64)
+        for width in (6, 5)
+    )
+    kwargs = {"scale": 0.7}
+    if name == "causal":
+        kwargs["is_causal"] = True
+    elif name in ("bool mask", "float mask"):
+        allowed = torch.rand(2, 1, T_q, T_k, generator=gen) < 0.5
+        allowed[1, :, 4] = False  # a query that sees no key
+        allowed[..., :BLOCK, -BLOCK:] = False  # a tile that the mask blocks entirely
+        if name == "float mask":  # a finite bias where a key is seen
+            bias = torch.randn(T_q, T_k, generator=gen, dtype=torch.float64)
+            allowed = bias.masked_fill(~allowed, NEG_INF)
+        kwargs["attn_mask"] = allowed
+    return (query, key, value), kwargs, name in ("bool mask", "float mask")
+
+
+def gradients(attention, inputs, weight):
+    """The output of ``attention`` and the gradients of ``(output * weight).sum()``
+    with respect to query, key and value."""
+    leaves = [t.clone().requires_grad_() for t in inputs]
+    output = attention(*leaves)
+    (output * weight).sum().backward()
+    return [output.detach(), *(leaf.grad for leaf in leaves)]
+
+
+BACKWARD_CASES = ["causal", "bool mask", "float mask", "uneven", "broadcast keys"]
+
+
+@pytest.mark.parametrize("name", BACKWARD_CASES)
+def test_the_recomputing_backward_gives_the_gradients_of_autograd(name):
+    """Against autograd through the course's attention and PyTorch's. float64:
+    rounding of a few hundred operations stays below 1e-13, where a missed tile or
+    a wrong term of the gradient would be of order 0.1."""
+    inputs, kwargs, sees_no_key = backward_case(name)
+    weight = torch.randn(
+        2, 3, inputs[0].size(-2), 5, generator=torch.Generator().manual_seed(9)
+    ).double()
+    references = [partial(scaled_dot_product_attention, **kwargs)]
+    if not sees_no_key:  # PyTorch's kernel gives NaN for a query that sees no key
+        references.append(partial(F.scaled_dot_product_attention, **kwargs))
+    ours = gradients(
+        partial(tiled_attention, block_size=BLOCK, **kwargs), inputs, weight
+    )
+    for reference in references:
+        expected = gradients(reference, inputs, weight)
+        for got, want in zip(ours, expected, strict=True):
+            torch.testing.assert_close(got, want, atol=1e-12, rtol=1e-12)
+    recorded = gradients(
+        partial(tiled_attention, recompute=False, **kwargs), inputs, weight
+    )
+    for got, want in zip(ours, recorded, strict=True):
+        torch.testing.assert_close(got, want, atol=1e-12, rtol=1e-12)
+
+
+def test_a_query_that_sees_no_key_gets_zero_gradient_through_the_recomputation():
+    (query, key, value), kwargs, _ = backward_case("float mask")
+    blocked = blocked_queries(kwargs["attn_mask"], (2, 3, query.size(-2), key.size(-2)))
+    assert blocked.any()
+    leaves = [t.clone().requires_grad_() for t in (query, key, value)]
+    output = tiled_attention(*leaves, block_size=BLOCK, **kwargs)
+    output.sum().backward()
+    assert output.grad_fn is not None and not leaves[0].grad.isnan().any()
+    assert (output.masked_select(blocked) == 0).all()
+    assert (leaves[0].grad.masked_select(blocked) == 0).all()
+
+
+def test_float32_gradients_match_pytorchs_within_rounding():
+    """float32 with a causal mask: within 1e-5, as the forward pass."""
+    gen = torch.Generator().manual_seed(11)
+    inputs = [torch.randn(2, 2, 40, 8, generator=gen) for _ in range(3)]
+    weight = torch.randn(2, 2, 40, 8, generator=gen)
+    ours = gradients(
+        partial(tiled_attention, block_size=16, is_causal=True), inputs, weight
+    )
+    theirs = gradients(
+        partial(F.scaled_dot_product_attention, is_causal=True), inputs, weight
+    )
+    for got, want in zip(ours, theirs, strict=True):
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("mask", ["causal", "bool"])
+def test_gradcheck_of_the_recomputing_backward(mask):
+    """Finite differences in float64, with gradcheck's own tolerances."""
+    gen = torch.Generator().manual_seed(1)
+    query = torch.randn(2, 5, 3, generator=gen, dtype=torch.float64)
+    key = torch.randn(2, 7, 3, generator=gen, dtype=torch.float64)
+    value = torch.randn(2, 7, 2, generator=gen, dtype=torch.float64)
+    kwargs = {"block_size": 3}
+    if mask == "causal":
+        kwargs["is_causal"] = True
+    else:
+        allowed = torch.rand(5, 7, generator=gen) < 0.6
+        allowed[2] = False  # a query that sees no key
+        kwargs["attn_mask"] = allowed
+    inputs = [t.requires_grad_() for t in (query, key, value)]
+    assert torch.autograd.gradcheck(partial(tiled_attention, **kwargs), inputs)
+
+
+def test_the_tiles_computed_are_the_same_with_the_recomputing_backward():
+    gen = torch.Generator().manual_seed(2)
+    q, k, v = (torch.randn(1, 24, 4, generator=gen, requires_grad=True) for _ in "qkv")
+    mask = sliding_window_mask(24, 4)
+    output, tiles = tiled_attention(
+        q, k, v, attn_mask=mask, block_size=4, return_tiles=True
+    )
+    assert output.grad_fn is not None
+    assert torch.equal(tiles, mask_tiles(mask, 24, 24, 4))
+
+
+def test_no_recomputing_backward_where_no_gradient_is_needed():
+    q, k, v = (torch.randn(1, 8, 4, requires_grad=True) for _ in range(3))
+    with torch.no_grad():
+        assert efficient.saved_tensor_bytes(tiled_attention, q, k, v) == 0
+        assert tiled_attention(q, k, v).grad_fn is None
+
+
+def saved_bytes(T, recompute, d=16, block_size=64):
+    gen = torch.Generator().manual_seed(T)
+    q, k, v = (torch.randn(2, T, d, generator=gen, requires_grad=True) for _ in "qkv")
+    return efficient.saved_tensor_bytes(
+        tiled_attention, q, k, v, block_size=block_size, recompute=recompute
+    )
+
+
+def test_memory_saved_for_backward_grows_like_T_only_when_recomputing():
+    """At T = 256 and 512 in blocks of 64. Recomputing keeps query, key, value,
+    output (T rows each) and the log-sum-exp (T numbers): twice as long, twice the
+    bytes. Recording the loop keeps every tile, (T / 64)**2 of 64 x 64 numbers,
+    four times as many at twice the length, plus the same T-sized tensors: a ratio
+    a little below 4."""
+    recomputing = [saved_bytes(T, recompute=True) for T in (256, 512)]
+    recording = [saved_bytes(T, recompute=False) for T in (256, 512)]
+    assert 1.8 <= recomputing[1] / recomputing[0] <= 2.2
+    assert recording[1] / recording[0] > 3.5
+    # query, key, value and output of (2, 256, 16), and (2, 256) log-sum-exps
+    assert recomputing[0] == (4 * 2 * 256 * 16 + 2 * 256) * 4
+    assert recording[0] > 2 * 256 * 256 * 4  # at least one whole score matrix
+
+
+def test_saved_tensor_bytes_counts_a_shared_storage_once():
+    x = torch.randn(100, requires_grad=True)
+    # x * x saves x twice; x[:50] * x[50:] saves two views of x's storage
+    for fn in (lambda t: t * t, lambda t: t[:50] * t[50:]):
+        assert efficient.saved_tensor_bytes(fn, x) == x.nbytes
+    y = torch.randn(100, requires_grad=True)
+    assert efficient.saved_tensor_bytes(torch.mul, x, y) == x.nbytes + y.nbytes
+
+
+def test_a_float_mask_that_requires_grad_needs_recompute_false(raises_teaching):
+    query, key, value = qkv()
+    bias = torch.zeros(6, 6, requires_grad=True)
+    query.requires_grad_()
+    raises_teaching(
+        lambda: tiled_attention(query, key, value, attn_mask=bias),
+        ValueError,
+        ["attn_mask requires grad", "attn_mask.detach()", "recompute=False"],
+    )
+    # Recording every tile, the mask gets the gradient of the course's attention.
+    grads = []
+    tiled_recording = partial(tiled_attention, block_size=4, recompute=False)
+    for fn in (tiled_recording, scaled_dot_product_attention):
+        mask = bias.detach().clone().requires_grad_()
+        fn(query, key, value, attn_mask=mask).sum().backward()
+        grads.append(mask.grad)
+    torch.testing.assert_close(grads[0], grads[1], atol=1e-6, rtol=1e-5)
+
+
 # --- sliding_window_mask
 
 
@@ -518,6 +702,11 @@ ERRORS = {
         lambda: tiled(block_size=32.0),
         TypeError,
         ["block_size must be an int, got float 32.0"],
+    ),
+    "saved_tensor_bytes of a tensor": (
+        partial(efficient.saved_tensor_bytes, torch.ones(2)),
+        TypeError,
+        ["fn must be a function, got torch.Tensor", "saved_tensor_bytes(tiled_"],
     ),
     "sliding window 0": (
         lambda: sliding_window_mask(5, 0),

@@ -1,5 +1,7 @@
-"""Grouped-query attention and the KV cache (Chapter 9): each equal to the plain
-computation it replaces."""
+"""Grouped-query attention and the KV cache (Chapter 9) and the paged KV cache
+(Chapter 11): each equal to the plain computation it replaces."""
+
+import math
 
 import pytest
 import torch
@@ -13,8 +15,10 @@ from attn_course import (
     KVCache,
     LayerCache,
     MultiHeadAttention,
+    PagedKVCache,
     generate,
     kv_cache_numbers,
+    paged_vs_preallocated,
 )
 
 
@@ -322,3 +326,211 @@ def test_the_whole_cache_truncates_every_layer():
         again = model(idx[:, 5:], cache=cache)
     torch.testing.assert_close(again, first, rtol=0, atol=0)
     assert len(cache) == 6
+
+
+# --- The paged KV cache (Chapter 11): equal to LayerCache token for token, exactly
+# (both only copy numbers, no arithmetic)
+
+H_KV, D = 2, 3
+
+
+def tokens(count, gen):
+    """Keys and values of ``count`` new tokens of one sequence, ``(H_kv, T, d)``."""
+    return torch.randn(H_KV, count, D, generator=gen), torch.randn(
+        H_KV, count, D, generator=gen
+    )
+
+
+def feed(paged, contiguous, seq, count, gen):
+    """Append the same ``count`` tokens to ``paged``'s ``seq`` and to ``contiguous``,
+    a LayerCache of a batch of one."""
+    keys, values = tokens(count, gen)
+    paged.append(seq, keys, values)
+    contiguous.append(keys[None], values[None])
+
+
+def assert_same(paged, seq, contiguous):
+    """``seq``'s tokens in ``paged`` equal those of ``contiguous``, exactly."""
+    assert paged.length(seq) == len(contiguous)
+    if not len(contiguous):  # an empty LayerCache holds no tensor yet
+        assert paged.keys(seq).shape == paged.values(seq).shape == (H_KV, 0, D)
+        return
+    assert torch.equal(paged.keys(seq), contiguous.keys[0])
+    assert torch.equal(paged.values(seq), contiguous.values[0])
+
+
+def test_interleaved_sequences_equal_their_contiguous_caches():
+    """Three sequences appended in turn, one to six tokens at a time, in blocks of
+    4: each equal to its own LayerCache after every append."""
+    gen = torch.Generator().manual_seed(0)
+    paged = PagedKVCache(16, 4, H_KV, D)
+    contiguous = {seq: LayerCache() for seq in ("a", "b", "c")}
+    for seq in contiguous:
+        paged.add_sequence(seq)
+    for step in range(12):
+        seq = "abc"[step % 3]
+        count = int(torch.randint(1, 7, (1,), generator=gen))
+        feed(paged, contiguous[seq], seq, count, gen)
+        for other, layer in contiguous.items():
+            assert_same(paged, other, layer)
+    lengths = [len(layer) for layer in contiguous.values()]
+    assert paged.blocks_in_use == sum(math.ceil(n / 4) for n in lengths)
+    assert paged.wasted_slots == sum(-n % 4 for n in lengths)
+    tables = [paged.block_table(seq) for seq in contiguous]
+    used = [block for table in tables for block in table]
+    assert len(set(used)) == len(used)  # no block in two sequences
+
+
+@pytest.mark.parametrize("prefix_length", [None, 8, 6, 0])
+def test_sequences_sharing_a_prompt_share_its_full_blocks_only(prefix_length):
+    """A prompt of 10 tokens in blocks of 4: its full blocks are shared, the rest
+    copied; appending to either sequence leaves the other unchanged."""
+    gen = torch.Generator().manual_seed(1)
+    paged = PagedKVCache(12, 4, H_KV, D)
+    prompt = LayerCache()
+    paged.add_sequence("prompt")
+    feed(paged, prompt, "prompt", 10, gen)
+    paged.add_sequence("reply", parent="prompt", prefix_length=prefix_length)
+    shared = 10 if prefix_length is None else prefix_length
+    reply = LayerCache()
+    if shared:
+        reply.append(prompt.keys[:, :, :shared], prompt.values[:, :, :shared])
+    assert_same(paged, "reply", reply)
+    full, partial = shared // 4, shared % 4 > 0
+    tables = paged.block_table("prompt"), paged.block_table("reply")
+    assert tables[1][:full] == tables[0][:full]  # the same blocks, not copies
+    assert not set(tables[1][full:]) & set(tables[0])
+    # Shared blocks count once: the prompt's 3 blocks and the reply's copied one
+    assert paged.blocks_in_use == math.ceil(10 / 4) + partial
+    for seq, layer, count in (("reply", reply, 5), ("prompt", prompt, 3)):
+        feed(paged, layer, seq, count, gen)
+        assert_same(paged, "reply", reply)
+        assert_same(paged, "prompt", prompt)
+
+
+def test_freeing_returns_a_shared_block_when_its_last_user_goes():
+    gen = torch.Generator().manual_seed(2)
+    paged = PagedKVCache(8, 4, H_KV, D)
+    prompt, reply = LayerCache(), LayerCache()
+    paged.add_sequence("prompt")
+    feed(paged, prompt, "prompt", 8, gen)  # two full blocks
+    paged.add_sequence("reply", parent="prompt")
+    reply.append(prompt.keys, prompt.values)
+    feed(paged, reply, "reply", 3, gen)
+    assert paged.blocks_in_use == 3
+    paged.free("prompt")
+    assert paged.blocks_in_use == 3  # the reply still holds all three
+    assert_same(paged, "reply", reply)
+    paged.add_sequence("other")  # takes no shared block, though some are free
+    feed(paged, LayerCache(), "other", 20, gen)
+    assert_same(paged, "reply", reply)
+    paged.free("reply")
+    paged.free("other")
+    assert paged.blocks_in_use == 0 and paged.wasted_slots == 0
+    paged.add_sequence("all")  # every block is free again
+    paged.append("all", *tokens(8 * 4, gen))
+    assert paged.blocks_in_use == 8
+
+
+def test_an_exhausted_pool_names_the_numbers_and_changes_nothing():
+    gen = torch.Generator().manual_seed(3)
+    paged = PagedKVCache(3, 4, H_KV, D)
+    paged.add_sequence("a")
+    paged.append("a", *tokens(5, gen))  # 2 blocks
+    with pytest.raises(
+        ValueError,
+        match=r"exhausted: sequence 'a' needs 2 more blocks of 4 tokens to hold 13 "
+        r"tokens, but 1 of 3 blocks is free; free a finished sequence",
+    ):
+        paged.append("a", *tokens(8, gen))
+    assert paged.length("a") == 5 and paged.blocks_in_use == 2
+    paged.add_sequence("b")
+    paged.append("b", *tokens(4, gen))  # the last free block
+    with pytest.raises(ValueError, match=r"needs 1 more block of 4 tokens to hold 5"):
+        paged.add_sequence("c", parent="a")  # a's partial block needs a copy
+    assert paged.blocks_in_use == 3
+    with pytest.raises(ValueError, match=r"0 of 3 blocks are free"):
+        paged.append("b", *tokens(1, gen))
+    with pytest.raises(ValueError, match=r"holds no sequence 'c'"):
+        paged.length("c")
+
+
+@pytest.mark.parametrize("block_size", [1, 4, 16])
+def test_paged_memory_against_a_preallocated_cache(block_size):
+    """A mixed batch: the paged cache's slots are its blocks in use, the
+    preallocated cache's those of a LayerCache with room for the longest."""
+    gen = torch.Generator().manual_seed(4)
+    lengths, max_length = [5, 64, 1, 13, 30], 64
+    paged = PagedKVCache(sum(lengths), block_size, H_KV, D)  # enough for blocks of 1
+    for seq, n in enumerate(lengths):
+        paged.add_sequence(seq)
+        paged.append(seq, *tokens(n, gen))
+    paged_slots, preallocated = paged_vs_preallocated(lengths, max_length, block_size)
+    assert paged_slots == paged.blocks_in_use * block_size
+    assert paged.wasted_slots == paged_slots - sum(lengths)
+    assert paged.wasted_slots == sum(-n % block_size for n in lengths)
+    contiguous = LayerCache(capacity=max_length)
+    batch = torch.zeros(len(lengths), H_KV, 1, D)  # one token of each sequence
+    contiguous.append(batch, batch)
+    assert preallocated == len(lengths) * contiguous.capacity
+
+
+PAGED_ERRORS = {
+    "unknown sequence": (
+        lambda cache: cache.keys("z"),
+        ValueError,
+        ["holds no sequence 'z' (it holds ['a'])", "add_sequence('z')"],
+    ),
+    "a name taken": (
+        lambda cache: cache.add_sequence("a"),
+        ValueError,
+        ["already holds a sequence 'a'", "free('a')"],
+    ),
+    "a prefix longer than the parent": (
+        lambda cache: cache.add_sequence("b", parent="a", prefix_length=9),
+        ValueError,
+        ["prefix_length=9 is longer than the parent 'a', which holds 5 tokens"],
+    ),
+    "keys of a batch": (
+        lambda cache: cache.append("a", torch.ones(1, H_KV, 2, D), torch.ones(1)),
+        ValueError,
+        ["expected keys of shape (H_kv=2, T_new, d=3), got (1, 2, 2, 3)", "keys[b]"],
+    ),
+    "keys and values differ": (
+        lambda cache: cache.append("a", torch.ones(H_KV, 2, D), torch.ones(H_KV, 1, D)),
+        ValueError,
+        ["keys (2, 2, 3) and values (2, 1, 3) must have the same shape"],
+    ),
+    "another dtype": (
+        lambda cache: cache.append("a", *(torch.ones(H_KV, 1, D).double(),) * 2),
+        TypeError,
+        ["keys have dtype torch.float64, the cache holds torch.float32"],
+    ),
+    "not a dtype": (
+        lambda cache: PagedKVCache(4, 4, 2, 3, dtype="float32"),
+        TypeError,
+        ["dtype must be a floating-point torch.dtype, got 'float32'"],
+    ),
+    "no blocks": (
+        lambda cache: PagedKVCache(0, 4, 2, 3),
+        ValueError,
+        ["num_blocks must be at least 1, got num_blocks=0"],
+    ),
+    "a length beyond the maximum": (
+        lambda cache: paged_vs_preallocated([3, 70], max_length=64, block_size=16),
+        ValueError,
+        ["lengths [70] exceed max_length=64", "at least 70"],
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    "call, error, fragments", PAGED_ERRORS.values(), ids=list(PAGED_ERRORS)
+)
+def test_paged_cache_errors_name_the_values_and_the_fix(
+    call, error, fragments, raises_teaching
+):
+    cache = PagedKVCache(4, 4, H_KV, D)
+    cache.add_sequence("a")
+    cache.append("a", torch.zeros(H_KV, 5, D), torch.zeros(H_KV, 5, D))
+    raises_teaching(lambda: call(cache), error, fragments)
