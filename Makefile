@@ -24,6 +24,10 @@
 #                  sentence-length experiment over three seeds, in the pinned
 #                  environment (history-lengths-cpu.json), all in attn_course/measured/.
 #                  About 15 minutes, not part of make test: run it on a quiet machine
+#   make bench-modern  Chapter 11's stored runs of the modern block's swaps, sinks and
+#                  local-global layers over three seeds, in the pinned environment
+#                  (attn_course/measured/modern-cpu.json). About 10 minutes, not part
+#                  of make test
 #   make dist      the package's sdist and wheel in dist/, checked with twine
 #   make workshop  a folder and a zip for a workshop without Wi-Fi: student notebooks,
 #                  solutions, the package as a wheel, pinned requirements, a README
@@ -41,7 +45,7 @@ export PYTHONHASHSEED := 0
 
 .PHONY: all book book-all serve test test-anywhere reproducible lint unit nbval \
 	nbval-lax nbval-elsewhere exercises site-check screenshots lab outputs student \
-	workshop workshop-check dist bench bench-history pdf clean
+	workshop workshop-check dist bench bench-history bench-modern pdf clean
 
 all: test
 
@@ -145,6 +149,9 @@ bench-history: $(STAMP)
 	$(BIN)/python -m tools.bench_history --part scores
 	$(BIN)/python -m tools.reproducible run -- $(BIN)/python -m tools.bench_history --part lengths
 	$(BIN)/python -m tools.reproducible run -- $(BIN)/python -m tools.bench_history --part norms
+
+bench-modern: $(STAMP)
+	$(BIN)/python -m tools.reproducible run -- $(BIN)/python -m tools.bench_modern
 
 student: $(STAMP)
 	$(BIN)/python -m tools.notebooks student _build/student

@@ -49,7 +49,9 @@ __all__ = [
     "estimate_loss",
     "generate",
     "lr_schedule",
+    "modern_run",
     "norm_run",
+    "stored_modern_runs",
     "stored_norm_runs",
     "train",
     "weight_decay_groups",
@@ -644,3 +646,46 @@ def stored_norm_runs(device="cpu"):
     return load_measured(
         "norms", device, "pre-norm and post-norm runs", "make bench-history"
     )
+
+
+def modern_run(seed=0, *, steps=300, num_layers=4, **changes):
+    """Chapter 11's swaps, for one model and seed: the trained model, its validation
+    windows and its validation loss.
+
+    A GPT of ``num_layers`` blocks (``d_model=64``, 4 heads, windows of 64
+    characters) with the :class:`GPTConfig` ``changes`` (e.g. ``norm="rms"``),
+    trained by :func:`train` on the first 90 % of
+    :func:`~attn_course.corpus.python_docs_text`, 16 windows a step, warm-up over a
+    tenth of the steps then cosine from 3e-3 to 3e-4; the loss is on 64 fixed windows
+    of the last 10 %. Introduced in Chapter 11.
+    """
+    text = python_docs_text()
+    tokenizer = CharTokenizer(text)
+    train_ids, val_ids = train_val_split(tokenizer.encode(text), val_fraction=0.1)
+    val = [random_windows(val_ids, 64, 64, generator=torch.Generator().manual_seed(1))]
+    torch.manual_seed(seed)
+    config = GPTConfig(
+        tokenizer.vocab_size, 64, d_model=64, num_layers=num_layers, **changes
+    )
+    model = GPT(config)
+    history = train(
+        model,
+        train_ids,
+        val,
+        steps=steps,
+        batch_size=16,
+        max_lr=3e-3,
+        warmup_steps=steps // 10,
+        min_lr=3e-4,
+        eval_every=steps,
+        seed=seed,
+    )
+    return model, val, history[-1].val_loss
+
+
+def stored_modern_runs(device="cpu"):
+    """The runs of :func:`modern_run` stored with the package (``make
+    bench-modern``): ``date``, ``machine``, ``torch``, ``settings`` and ``rows`` (one
+    per part, variant and seed). Introduced in Chapter 11.
+    """
+    return load_measured("modern", device, "modern-block runs", "make bench-modern")

@@ -2,6 +2,9 @@
 formula, attention with sinks against the softmax with an extra column written out."""
 
 import math
+import re
+from dataclasses import asdict
+from pathlib import Path
 
 import pytest
 import torch
@@ -22,6 +25,7 @@ from attn_course import (
     swiglu_hidden,
 )
 from attn_course.block import FeedForward, TransformerBlock
+from attn_course.gpt import stored_modern_runs
 from attn_course.training import count_parameters
 
 
@@ -341,3 +345,51 @@ def test_the_swaps_are_checked():
         gpt()(torch.arange(4)[None], attn_mask=torch.ones(3, 3, dtype=torch.bool))
     with pytest.raises(ValueError, match="options of causal self-attention"):
         TransformerBlock(8, 2, 16, 4, causal=False, qk_norm=True)
+
+
+# --- the stored runs
+
+
+def test_the_stored_runs_have_every_row_and_setting_the_chapter_reads():
+    from tools import bench_modern
+
+    stored = stored_modern_runs()
+    assert {"date", "machine", "torch", "settings", "rows"} <= set(stored)
+    # JSON keeps the tuple of seeds as a list.
+    assert stored["settings"] == {
+        **asdict(bench_modern.Settings()),
+        "seeds": list(bench_modern.Settings().seeds),
+    }
+    seeds = stored["settings"]["seeds"]
+    expected = {("swaps", v, s) for v in bench_modern.SWAPS for s in seeds}
+    expected |= {("sinks", "sinks", s) for s in seeds}
+    expected |= {("windows", v, s) for v in bench_modern.WINDOWS for s in seeds}
+    rows = stored["rows"]
+    assert {(r["part"], r["variant"], r["seed"]) for r in rows} == expected
+    assert len(rows) == len(expected)
+    masked = ("window_loss", "streaming_loss", "full_loss")
+    for row in rows:
+        assert {"parameters", "val_loss"} <= set(row)
+        if row["variant"] in ("baseline", "sinks"):
+            assert set(masked) <= set(row)
+        if row["variant"] == "baseline":
+            assert len(row["first_token_share"]) == stored["settings"]["num_layers"]
+        if row["part"] == "windows":
+            assert "kv_numbers_per_token" in row
+
+
+def test_the_kv_numbers_count_a_window_per_local_layer():
+    from tools.bench_modern import kv_numbers_per_token
+
+    model = gpt(window=3, global_every=2)  # T = 12, 2 layers, 2 heads of 8
+    assert kv_numbers_per_token(model) == (3 + 12) * 2 * 16 / 12
+    assert kv_numbers_per_token(gpt()) == 2 * 2 * 16
+
+
+def test_make_bench_modern_runs_in_the_pinned_environment():
+    makefile = (Path(__file__).parent.parent / "Makefile").read_text(encoding="utf-8")
+    assert re.search(r"^#\s+make bench-modern\s+\S", makefile, re.M)
+    recipe = re.search(r"^bench-modern: \$\(STAMP\)\n\t(.+)$", makefile, re.M)
+    assert recipe.group(1) == (
+        "$(BIN)/python -m tools.reproducible run -- $(BIN)/python -m tools.bench_modern"
+    )
