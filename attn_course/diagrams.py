@@ -20,6 +20,7 @@ function                      chapter     shows
 :func:`kv_cache_step`         9           one step of generation with a KV cache
 :func:`rnn_encoder_decoder`   10          a GRU encoder-decoder, attention or not
 :func:`timeline`              10          dated events on a time axis
+:func:`latent_attention`      11          latent attention: what is cached, every shape
 :func:`roadmap`               all         the course in five stages, "you are here"
 ============================  ==========  ===================================
 """
@@ -48,6 +49,7 @@ __all__ = [
     "encoder_decoder",
     "gpt_model",
     "kv_cache_step",
+    "latent_attention",
     "multi_head",
     "position_methods",
     "query_pipeline",
@@ -1396,6 +1398,119 @@ def timeline(events):
         x, y = 0.3, 0.95 - 0.25 * j
         canvas.ax.plot([x], [y], marker="o", markersize=7, color=_KIND_COLOURS[kind])
         canvas.text(x + 0.12, y, _KIND_NAMES[kind], va="center", fontsize=FONT_SIZE - 2)
+    return canvas.fig
+
+
+# --- Chapter 11 --------------------------------------------------------------------
+
+
+def latent_attention(x, num_heads, head_dim, kv_latent_dim, rope_dim):
+    """Multi-head latent attention on the batch ``x``: the queries on the left; on
+    the right the latent ``c_KV`` and the shared rotated key ``k_rope`` that a cache
+    keeps (highlighted), expanded by ``key_up`` and ``value_up`` into every head's
+    keys and values; then the scores, the weighted sum and ``out_proj``. The names
+    are those of :class:`attn_course.MultiHeadLatentAttention`, with c for
+    ``kv_latent_dim`` and r for ``rope_dim``. Introduced in Chapter 11.
+
+    Shapes
+    ------
+    x : (B, T, D)
+
+    Examples
+    --------
+    >>> lines = diagram_text(latent_attention(torch.zeros(2, 10, 64), 4, 16, 8, 4))
+    >>> "c_KV (B, T, c)" in lines and "c + r = 12 numbers" in lines
+    True
+    """
+    x = require_tensor(x, "x")
+    if x.ndim != 3:
+        raise ValueError(
+            f"x must have shape (B, T, D), 3-D, got shape {tuple(x.shape)}; for one "
+            "sequence use x[None]"
+        )
+    H = require_int(num_heads, "num_heads")
+    d = require_int(head_dim, "head_dim")
+    c = require_int(kv_latent_dim, "kv_latent_dim")
+    r = require_int(rope_dim, "rope_dim")
+    B, T, D = x.shape
+
+    def shape(name, letters, sizes):  # two lines: the boxes are narrow
+        return f"{name} {_shape(letters, sizes)}".strip().replace(" = ", "\n= ")
+
+    canvas = _Canvas(WIDTH, 8.55)
+    left, right, w = 1.17, 3.43, 2.2
+    top = canvas.box(
+        WIDTH / 2, 8.17, "x", detail=_shape("BTD", (B, T, D)), width=2.8, height=0.62
+    )
+    ops = [
+        canvas.box(x_, 7.25, text, kind="operation", width=w, height=0.42)
+        for x_, text in ((left, "query, query_rope"), (right, "kv_down, key_rope"))
+    ]
+    canvas.arrow((top[0] + 0.3, top[1]), _above(ops[0]))
+    canvas.arrow((top[2] - 0.3, top[1]), _above(ops[1]))
+    queries = canvas.box(
+        left,
+        6.1,
+        "queries",
+        detail=shape("q", "BHTd", (B, H, T, d))
+        + "\n"
+        + shape("q_rope", "BHTr", (B, H, T, r)),
+        width=w,
+        height=1.3,
+    )
+    cached = canvas.box(
+        right,
+        6.1,
+        "cached per token",
+        detail=shape("c_KV", "BTc", (B, T, c))
+        + "\n"
+        + shape("k_rope", "B1Tr", (B, 1, T, r)),
+        kind="highlight",
+        width=w,
+        height=1.3,
+    )
+    for op, box in zip(ops, (queries, cached), strict=True):
+        _down(canvas, op, box)
+    expand = canvas.box(
+        right, 4.95, "key_up, value_up", kind="operation", width=w, height=0.42
+    )
+    _down(canvas, cached, expand)
+    keys = canvas.box(
+        right,
+        4.05,
+        "every head's k, v",
+        detail=shape("", "BHTd", (B, H, T, d)),
+        width=w,
+        height=0.95,
+    )
+    _down(canvas, expand, keys)
+    canvas.text(
+        left - 0.2,
+        4.3,
+        f"a cache keeps\nc + r = {c + r} numbers\na token, where MHA\n"
+        f"keeps 2·H·d = {2 * H * d}",
+        ha="center",
+        va="center",
+        fontsize=FONT_SIZE - 1,
+    )
+    steps = [
+        (
+            "(q kᵀ + q_rope k_ropeᵀ) / √(d + r)",
+            "weights " + _shape("BHTT", (B, H, T, T)),
+        ),
+        ("causal softmax, weights @ v", _shape("BHTd", (B, H, T, d))),
+        ("merge the heads, out_proj", _shape("BTD", (B, T, D))),
+    ]
+    boxes = [
+        canvas.box(WIDTH / 2, y, text, detail=detail, kind=kind, width=4.2, height=0.62)
+        for y, (text, detail), kind in zip(
+            (2.85, 1.85, 0.85), steps, ("operation", "operation", "tensor"), strict=True
+        )
+    ]
+    canvas.arrow((left + 0.8, queries[1]), (left + 0.8, boxes[0][3]))
+    canvas.arrow(_below(keys), (right, boxes[0][3]))
+    for upper, lower in zip(boxes, boxes[1:], strict=False):
+        _down(canvas, upper, lower)
     return canvas.fig
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "heatmap_grid",
     "heatmap_panels",
     "line_panels",
+    "seed_spread",
     "temperature_panel",
     "weight_bars",
 ]
@@ -922,4 +923,54 @@ def heatmap_panels(
     _draw_panels(
         axes, matrices, labels, names, cmap, annotate=annotate, fmt=fmt, stacked=stacked
     )
+    return fig
+
+
+# --- Chapter 11: measurements over several seeds ---
+
+
+def seed_spread(panels, *, xlabel="validation loss"):
+    """Draw each setting's measurements over several seeds: a dot per seed and a
+    bar at their mean, one row per setting, so that the spread between seeds sits
+    beside the differences between settings.
+
+    ``panels`` is ``{panel title: {setting: values, one per seed}}``; the panels sit
+    side by side, each with its own x axis. Introduced in Chapter 11.
+
+    Examples
+    --------
+    >>> fig = seed_spread({"swaps": {"baseline": [2.31, 2.35], "rms": [2.30, 2.33]}})
+    >>> [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    ['baseline', 'rms']
+    """
+    if not hasattr(panels, "items") or len(panels) == 0:
+        raise TypeError(
+            f"panels must be a non-empty dict {{title: {{setting: values}}}}, got "
+            f"{kind_of(panels)}; e.g. {{'loss': {{'baseline': [2.31, 2.35]}}}}"
+        )
+    rows = max(len(settings) for settings in panels.values())
+    fig = _new_figure(min(3.6 * len(panels), MAX_WIDTH_INCHES), 0.9 + 0.38 * rows)
+    for ax, (title, settings) in zip(
+        fig.subplots(1, len(panels), squeeze=False)[0], panels.items(), strict=True
+    ):
+        if not hasattr(settings, "items") or len(settings) == 0:
+            raise ValueError(
+                f"panel {title!r} must be a non-empty dict {{setting: values}}, got "
+                f"{kind_of(settings)}"
+            )
+        for y, (label, values) in enumerate(settings.items()):
+            xs = _as_array(values, f"the values of {label!r} in panel {title!r}")
+            if xs.ndim != 1 or xs.shape[0] == 0:
+                raise ValueError(
+                    f"the values of {label!r} in panel {title!r} must be a non-empty "
+                    f"1-D sequence, one per seed, got shape {_shape(xs)}"
+                )
+            ax.plot(xs, [y] * len(xs), "o", color=_BAR_COLOR, alpha=0.7, markersize=5)
+            ax.plot([xs.mean()] * 2, [y - 0.3, y + 0.3], color="black", lw=2)
+        ax.set_yticks(range(len(settings)), [str(label) for label in settings])
+        ax.set_ylim(len(settings) - 0.5, -0.5)  # the first setting on top
+        ax.set_title(str(title))
+        ax.set_xlabel(xlabel)
+        ax.grid(True, axis="x", alpha=0.3)
+        ax.spines[["top", "right"]].set_visible(False)
     return fig

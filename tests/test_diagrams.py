@@ -86,6 +86,9 @@ def test_every_diagram_is_sharp_and_fits_a_phone():
         ),
         diagrams.attention_tiles(1024, 1024, 128),
         diagrams.kv_cache_step(GPTConfig(vocab_size=103, context_length=64), 63),
+        diagrams.latent_attention(
+            torch.zeros(1, 4096, 7168, device="meta"), 128, 128, 512, 64
+        ),
     ]
     for fig in figures:
         png, metadata = fig._repr_png_()
@@ -191,6 +194,17 @@ def test_kv_cache_step_shows_the_shapes_of_one_step():
     assert "(B, 1, V) = (3, 1, 50)" in lines
 
 
+def test_latent_attention_shows_what_the_cache_keeps():
+    lines = text(diagrams.latent_attention(torch.zeros(3, 9, 40), 5, 6, 7, 2))
+    assert "q (B, H, T, d)" in lines and "= (3, 5, 9, 6)" in lines
+    assert "q_rope (B, H, T, r)" in lines and "= (3, 5, 9, 2)" in lines
+    assert "c_KV (B, T, c)" in lines and "= (3, 9, 7)" in lines
+    assert "k_rope (B, 1, T, r)" in lines and "= (3, 1, 9, 2)" in lines
+    assert "weights (B, H, T, T) = (3, 5, 9, 9)" in lines
+    assert "(B, T, D) = (3, 9, 40)" in lines
+    assert "c + r = 9 numbers" in lines and "keeps 2·H·d = 60" in lines
+
+
 def ids(*shape):
     return torch.zeros(shape, dtype=torch.long)
 
@@ -236,6 +250,16 @@ CONFIG = GPTConfig(vocab_size=50, context_length=16)
         (partial(d.position_methods, ids(1, 5), 8, 2, 5.0), TypeError, "vocab_size"),
         (partial(d.gpt_model, ids(9), CONFIG), ValueError, "for one sequence use idx"),
         (partial(d.kv_cache_step, CONFIG, -1), ValueError, "cached"),
+        (
+            partial(d.latent_attention, torch.zeros(9, 40), 5, 6, 7, 2),
+            ValueError,
+            "(B, T, D)",
+        ),
+        (
+            partial(d.latent_attention, torch.zeros(1, 9, 40), 5, 6, 0, 2),
+            ValueError,
+            "kv_latent_dim",
+        ),
         (partial(d.timeline, []), ValueError, "empty"),
         (partial(d.timeline, TIMELINE[::-1]), ValueError, "date order"),
         (

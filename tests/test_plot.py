@@ -529,3 +529,34 @@ def test_tokens_too_many_for_their_room_are_set_smaller_never_below_6_points():
     masks = torch.tril(torch.ones(3, 16, 16))
     grid = plot.heatmap_grid(masks, ncols=3, colorbar=False)
     assert {t.get_fontsize() for t in grid.axes[0].get_xticklabels()} == {default}
+
+
+# --- seed_spread -------------------------------------------------------------------
+
+
+def test_seed_spread_draws_a_dot_per_seed_and_the_mean_of_each_setting():
+    values = {"baseline": [2.0, 2.2, 2.6], "rms": [1.9, 2.1]}
+    fig = plot.seed_spread({"swaps": values, "more": {"all": [1.5]}}, xlabel="loss")
+    ax = fig.axes[0]
+    assert (
+        len(fig.axes) == 2 and ax.get_title() == "swaps" and ax.get_xlabel() == "loss"
+    )
+    assert tick_texts(ax.get_yticklabels()) == ["baseline", "rms"]
+    dots, mean = ax.lines[0], ax.lines[1]  # the baseline row: its seeds, its mean
+    assert list(dots.get_xdata()) == values["baseline"]
+    assert list(dots.get_ydata()) == [0, 0, 0]
+    assert list(mean.get_xdata()) == pytest.approx([sum(values["baseline"]) / 3] * 2)
+    assert list(ax.lines[2].get_ydata()) == [1, 1]  # rms on the second row
+
+
+@pytest.mark.parametrize(
+    "panels, error, fragment",
+    [
+        ({}, TypeError, "non-empty dict"),
+        ({"p": {}}, ValueError, "panel 'p'"),
+        ({"p": {"a": []}}, ValueError, "one per seed"),
+        ({"p": {"a": "2.3"}}, TypeError, "values of 'a'"),
+    ],
+)
+def test_seed_spread_tells_bad_input_clearly(panels, error, fragment, raises_teaching):
+    raises_teaching(lambda: plot.seed_spread(panels), error, [fragment])

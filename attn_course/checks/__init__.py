@@ -7,8 +7,8 @@ apart); a check called the wrong way raises ``TypeError`` or ``ValueError``. Its
 messages never depend on your random seed, and it leaves your random numbers alone.
 Each chapter's checks are a module of tables (:mod:`.table`): ``basics`` (Chapter
 1), ``trainable_weights``, ``causal_mask``, ``dropout``, ``multi_head``,
-``encoder_decoder``, ``positions``, ``gpt``, ``efficient``, ``history`` (Chapter
-10); all of them are available from here.
+``encoder_decoder``, ``positions``, ``gpt``, ``efficient``, ``history``, ``modern``
+(Chapter 11); all of them are available from here.
 """
 
 from .basics import (
@@ -50,6 +50,11 @@ from .history import (
     check_path_length_fn,
     check_scoring_parameters_fn,
 )
+from .modern import (
+    check_blocks_needed_fn,
+    check_rms_norm_fn,
+    check_sink_weights_fn,
+)
 from .multi_head import (
     check_head_counts_fn,
     check_head_split,
@@ -73,6 +78,7 @@ __all__ = [
     "check_additive_scores_fn",
     "check_alibi_slopes",
     "check_attention_fn",
+    "check_blocks_needed_fn",
     "check_causal_attention_fn",
     "check_causal_mask",
     "check_changed_rows",
@@ -95,12 +101,14 @@ __all__ = [
     "check_path_length_fn",
     "check_projected_context",
     "check_rotate_pair_fn",
+    "check_rms_norm_fn",
     "check_row_drop_probability",
     "check_scaled_attention_fn",
     "check_scaled_embeddings",
     "check_score_variance",
     "check_scoring_parameters_fn",
     "check_shape_predictions",
+    "check_sink_weights_fn",
     "check_softmax",
     "check_top_k_fn",
     "check_v1_from_v2",
