@@ -7,8 +7,8 @@ apart); a check called the wrong way raises ``TypeError`` or ``ValueError``. Its
 messages never depend on your random seed, and it leaves your random numbers alone.
 Each chapter's checks are a module of tables (:mod:`.table`): ``basics`` (Chapter
 1), ``trainable_weights``, ``causal_mask``, ``dropout``, ``multi_head``,
-``encoder_decoder``, ``positions``, ``gpt``, ``efficient``, ``history``, ``modern``
-(Chapter 11); all of them are available from here.
+``encoder_decoder``, ``positions``, ``gpt``, ``efficient``, ``history``, ``modern``,
+``recurrence`` (Chapter 12); all of them are available from here.
 """
 
 from .basics import (
@@ -66,6 +66,11 @@ from .positions import (
     check_changed_rows,
     check_rotate_pair_fn,
 )
+from .recurrence import (
+    check_delta_step_fn,
+    check_linear_step_fn,
+    check_numbers_kept_fn,
+)
 from .trainable_weights import (
     check_projected_context,
     check_scaled_attention_fn,
@@ -74,6 +79,9 @@ from .trainable_weights import (
 )
 
 __all__ = [
+    "check_numbers_kept_fn",
+    "check_linear_step_fn",
+    "check_delta_step_fn",
     "check_additive_mask",
     "check_additive_scores_fn",
     "check_alibi_slopes",
