@@ -1514,6 +1514,120 @@ def latent_attention(x, num_heads, head_dim, kv_latent_dim, rope_dim):
     return canvas.fig
 
 
+# --- Chapter 12 --------------------------------------------------------------------
+
+
+def state_update(query, key, value, beta):
+    """One step t of the gated delta rule on the batch ``query``, ``key``, ``value``,
+    ``beta``: the step's q_t, k_t, v_t and beta_t enter, the state S of shape
+    (d_v, d_k) per head is updated (highlighted: it is all the layer keeps, whatever
+    the length), o_t = S_t q_t leaves; a dashed arrow carries S to step t + 1. With
+    a_t = 1 it is the delta rule, with beta_t = 1 and no erasing term linear
+    attention. Introduced in Chapter 12.
+
+    Shapes
+    ------
+    query, key : (B, H, T, d_k)
+    value : (B, H, T, d_v)
+    beta : (B, H, T)
+
+    Examples
+    --------
+    >>> q = k = torch.zeros(2, 4, 10, 16)
+    >>> lines = diagram_text(state_update(q, k, torch.zeros(2, 4, 10, 8), q[..., 0]))
+    >>> "S_t (B, H, d_v, d_k) = (2, 4, 8, 16)" in lines
+    True
+    """
+    query = require_tensor(query, "query")
+    if query.ndim != 4:
+        raise ValueError(
+            f"query must have shape (B, H, T, d_k), 4-D, got shape "
+            f"{tuple(query.shape)}; for one head use query[None, None]"
+        )
+    B, H, T, d_k = query.shape
+    expected = {
+        "key": (key, (B, H, T, d_k)),
+        "value": (value, None),
+        "beta": (beta, (B, H, T)),
+    }
+    for name, (tensor, shape) in expected.items():
+        tensor = require_tensor(tensor, name)
+        if shape is not None and tuple(tensor.shape) != shape:
+            raise ValueError(
+                f"{name} must have shape {shape}, like query, got shape "
+                f"{tuple(tensor.shape)}"
+            )
+    if value.ndim != 4 or tuple(value.shape[:3]) != (B, H, T):
+        raise ValueError(
+            f"value must have shape (B, H, T, d_v) = ({B}, {H}, {T}, d_v), got shape "
+            f"{tuple(value.shape)}"
+        )
+    d_v = value.shape[-1]
+    steps = [
+        (
+            f"step t of T = {T}: q_t, k_t, v_t, beta_t",
+            f"q_t, k_t (B, H, d_k) = {(B, H, d_k)}\n"
+            f"v_t (B, H, d_v) = {(B, H, d_v)}\nbeta_t (B, H) = {(B, H)}",
+            "tensor",
+            1,
+        ),
+        (
+            "update the state",
+            "S_t = a_t S_(t-1) (I − beta_t k_t k_tᵀ)\n      + beta_t v_t k_tᵀ",
+            "operation",
+            H,
+        ),
+        (
+            "the state, all the layer keeps",
+            f"S_t (B, H, d_v, d_k) = {(B, H, d_v, d_k)}",
+            "highlight",
+            H,
+        ),
+        ("o_t = S_t q_t", f"o_t (B, H, d_v) = {(B, H, d_v)}", "operation", H),
+        (
+            f"the T = {T} steps' outputs, stacked",
+            f"output (B, H, T, d_v) = {(B, H, T, d_v)}",
+            "tensor",
+            1,
+        ),
+    ]
+    canvas, boxes = _column(
+        steps,
+        _step_heights(steps),
+        header=0.0,
+        centre_x=2.05,
+        widths=lambda kind: 3.7,
+        gap=_GAP,
+        fan=(0.06, 0.06),
+    )
+    state, update = boxes[2], boxes[1]
+    side = state[2] + 0.42
+    middle = (state[1] + state[3]) / 2
+    canvas.ax.plot(
+        [state[2] + 0.02, side, side],
+        [middle, middle, (update[1] + update[3]) / 2],
+        color="#333333",
+        lw=1.3,
+        linestyle="--",
+    )
+    canvas.arrow(
+        (side, (update[1] + update[3]) / 2),
+        (update[2] + 0.02, (update[1] + update[3]) / 2),
+        dashed=True,
+    )
+    canvas.text(
+        side + 0.08,
+        (middle + update[3]) / 2,
+        "to step t + 1",
+        rotation=90,
+        ha="left",
+        va="center",
+        fontsize=FONT_SIZE - 1,
+        style="italic",
+    )
+    return canvas.fig
+
+
 # The course in stages, (stage, ((chapter, title), ...)): one column each in roadmap().
 COURSE = (
     (
@@ -1531,7 +1645,10 @@ COURSE = (
     ),
     ("Models", ((8, "A tiny GPT"), (9, "Efficient\nattention"))),
     ("Why it won", ((10, "Attention\nagainst RNNs"),)),
-    ("Today's\nmodels", ((11, "The 2026\nattention layer"),)),
+    (
+        "Today's\nmodels",
+        ((11, "The 2026\nattention layer"), (12, "Beyond\nsoftmax")),
+    ),
 )
 
 

@@ -89,6 +89,11 @@ def test_every_diagram_is_sharp_and_fits_a_phone():
         diagrams.latent_attention(
             torch.zeros(1, 4096, 7168, device="meta"), 128, 128, 512, 64
         ),
+        diagrams.state_update(
+            *torch.zeros(2, 1, 16, 4096, 128).unbind(0),
+            torch.zeros(1, 16, 4096, 128),
+            torch.zeros(1, 16, 4096),
+        ),
     ]
     for fig in figures:
         png, metadata = fig._repr_png_()
@@ -205,6 +210,18 @@ def test_latent_attention_shows_what_the_cache_keeps():
     assert "c + r = 9 numbers" in lines and "keeps 2·H·d = 60" in lines
 
 
+def test_state_update_shows_the_state_and_each_steps_shapes():
+    q = torch.zeros(3, 5, 9, 6)  # (B, H, T, d_k)
+    lines = text(diagrams.state_update(q, q, torch.zeros(3, 5, 9, 7), q[..., 0]))
+    assert "q_t, k_t (B, H, d_k) = (3, 5, 6)" in lines
+    assert "v_t (B, H, d_v) = (3, 5, 7)" in lines
+    assert "beta_t (B, H) = (3, 5)" in lines
+    assert "S_t (B, H, d_v, d_k) = (3, 5, 7, 6)" in lines
+    assert "o_t (B, H, d_v) = (3, 5, 7)" in lines
+    assert "output (B, H, T, d_v) = (3, 5, 9, 7)" in lines
+    assert "step t of T = 9: q_t, k_t, v_t, beta_t" in lines
+
+
 def ids(*shape):
     return torch.zeros(shape, dtype=torch.long)
 
@@ -250,6 +267,26 @@ CONFIG = GPTConfig(vocab_size=50, context_length=16)
         (partial(d.position_methods, ids(1, 5), 8, 2, 5.0), TypeError, "vocab_size"),
         (partial(d.gpt_model, ids(9), CONFIG), ValueError, "for one sequence use idx"),
         (partial(d.kv_cache_step, CONFIG, -1), ValueError, "cached"),
+        (
+            partial(d.state_update, *torch.zeros(3, 9, 6), torch.zeros(9)),
+            ValueError,
+            "(B, H, T, d_k)",
+        ),
+        (
+            partial(
+                d.state_update,
+                *torch.zeros(2, 1, 2, 9, 6),
+                torch.zeros(1, 2, 8, 6),
+                torch.zeros(1, 2, 9),
+            ),
+            ValueError,
+            "value must have shape (B, H, T, d_v) = (1, 2, 9, d_v)",
+        ),
+        (
+            partial(d.state_update, *torch.zeros(3, 1, 2, 9, 6), torch.zeros(1, 2, 8)),
+            ValueError,
+            "beta must have shape (1, 2, 9)",
+        ),
         (
             partial(d.latent_attention, torch.zeros(9, 40), 5, 6, 7, 2),
             ValueError,
