@@ -29,6 +29,9 @@ latent
     (Chapter 11).
 modern
     RMSNorm, SwiGLU and attention with sinks: the block of 2026 models (Chapter 11).
+recurrence
+    Causal linear attention and the (gated) delta rule as recurrences, their
+    parallel and chunked forms, and state against KV-cache sizes (Chapter 12).
 rnn, history
     GRU encoder-decoders with additive attention, and Chapter 10's timeline.
 data, walkthrough, plot, diagrams, explorer
@@ -49,7 +52,8 @@ on ``_validate`` only; ``seq2seq`` on ``block``, ``positions`` and ``training``;
 ``gpt`` on those and ``corpus``; ``plot`` draws what ``walkthrough`` computes and
 ``diagrams`` uses ``plot``'s figures; ``checks`` use all of these; ``history`` on
 ``efficient`` (its loader of stored results); ``rnn`` on ``seq2seq``; ``latent`` on
-``masks``, ``positions`` and ``kv_cache``; ``explorer`` comes last.
+``masks``, ``positions`` and ``kv_cache``; ``recurrence`` on ``functional`` and
+``kv_cache``; ``explorer`` comes last.
 """
 
 from . import (
@@ -72,6 +76,7 @@ from . import (
     order_task,
     plot,
     positions,
+    recurrence,
     rnn,
     seq2seq,
     shapes,
@@ -126,6 +131,7 @@ from .positions import (
     rope_permutation,
     sinusoidal_positions,
 )
+from .recurrence import causal_linear_attention, delta_rule
 from .rnn import AdditiveAttention, GRUSeq2Seq
 from .seq2seq import Seq2SeqConfig, Seq2SeqTransformer
 
@@ -155,6 +161,7 @@ __all__ = [
     "alibi_slopes",
     "apply_rope",
     "attention_with_sinks",
+    "causal_linear_attention",
     "causal_mask",
     "block",
     "bound",
@@ -162,6 +169,7 @@ __all__ = [
     "cores",
     "corpus",
     "data",
+    "delta_rule",
     "diagrams",
     "efficient",
     "explorer",
@@ -187,6 +195,7 @@ __all__ = [
     "paged_vs_preallocated",
     "plot",
     "positions",
+    "recurrence",
     "rnn",
     "rope_permutation",
     "saved_tensor_bytes",
