@@ -131,7 +131,12 @@ from .positions import (
     rope_permutation,
     sinusoidal_positions,
 )
-from .recurrence import causal_linear_attention, delta_rule
+from .recurrence import (
+    causal_linear_attention,
+    delta_rule,
+    hybrid_cache_bytes,
+    state_numbers,
+)
 from .rnn import AdditiveAttention, GRUSeq2Seq
 from .seq2seq import Seq2SeqConfig, Seq2SeqTransformer
 
@@ -179,6 +184,7 @@ __all__ = [
     "gpt",
     "hello_shiny_sun",
     "history",
+    "hybrid_cache_bytes",
     "key_padding_to_attn_mask",
     "kv_cache",
     "kv_cache_bytes_per_token",
@@ -205,6 +211,7 @@ __all__ = [
     "training",
     "sinusoidal_positions",
     "sliding_window_mask",
+    "state_numbers",
     "swiglu_hidden",
     "to_additive_mask",
     "tiled_attention",

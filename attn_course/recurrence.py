@@ -7,7 +7,8 @@ value. :func:`causal_linear_attention` is Chapter 9's linear attention made caus
 written both as that recurrence and as a masked product that computes all
 positions at once. :func:`delta_rule` writes a correction into the state instead of
 a sum (DeltaNet), optionally with a decay gate (Gated DeltaNet), token by token or
-chunk by chunk.
+chunk by chunk. :func:`state_numbers` and :func:`hybrid_cache_bytes` count what a
+state and a KV cache hold, the latter for the hybrid in :data:`HYBRID_CARDS`.
 
 Shapes
 ------
@@ -24,11 +25,15 @@ import torch.nn.functional as F
 
 from ._validate import require_choice, require_floating, require_int, require_tensor
 from .functional import _check_inputs
+from .kv_cache import kv_cache_numbers
 
 __all__ = [
+    "HYBRID_CARDS",
     "causal_linear_attention",
     "delta_rule",
     "elu_plus_one",
+    "hybrid_cache_bytes",
+    "state_numbers",
 ]
 
 _FORMS = {
@@ -144,7 +149,8 @@ def delta_rule(query, key, value, beta, *, decay=None, chunk_size=None):
     when ``decay`` is None. DeltaNet is the rule without decay (Schlag et al. 2021;
     Yang et al. 2024), Gated DeltaNet with it (Yang, Kautz & Hatamizadeh 2025).
     Keys are used as given: normalise them first (``F.normalize(key, dim=-1)``),
-    or the correction can overshoot. The state starts at zero.
+    or the correction can overshoot; queries too (no ``1/sqrt(d_k)`` is applied).
+    The state starts at zero.
 
     ``chunk_size=None`` runs the recurrence token by token. An int runs the chunked
     form, equal to it: within a chunk every output comes from matrix products and
@@ -244,3 +250,75 @@ def _chunked_delta_rule(query, key, value, beta, decay, C):
         kept = (U * to_end[:, :, n, :, None]).transpose(-2, -1) @ k[:, :, n]
         state = g[:, :, n, -1, None, None] * state + kept
     return torch.cat(outputs, dim=-2)[:, :, :T]
+
+
+def state_numbers(num_heads, d_k, d_v, *, normaliser=False):
+    """How many numbers one recurrent layer keeps for one sequence, whatever its
+    length: a ``(d_v, d_k)`` state per head, ``num_heads * d_k * d_v``, plus the
+    ``d_k`` numbers of each head's normaliser ``z`` when ``normaliser`` is True
+    (:func:`causal_linear_attention` with a feature map). ``num_heads`` counts the
+    heads with a state of their own (Qwen3-Next's value heads). Compare
+    :func:`attn_course.kv_cache_numbers`, which grows with every token.
+    Introduced in Chapter 12.
+
+    >>> state_numbers(num_heads=1, d_k=32, d_v=32), kv_cache_numbers(1, 1, 32, 16)
+    (1024, 1024)
+    """
+    sizes = {"num_heads": num_heads, "d_k": d_k, "d_v": d_v}
+    n = {name: require_int(value, name) for name, value in sizes.items()}
+    return n["num_heads"] * n["d_k"] * (n["d_v"] + bool(normaliser))
+
+
+HYBRID_CARDS = (
+    {
+        "model": "Qwen3-Next-80B-A3B",
+        "num_layers": 48,
+        "layer_pattern": ("linear",) * 3 + ("full",),  # full_attention_interval 4
+        "num_heads": 16,  # num_attention_heads, gated full attention
+        "num_kv_heads": 2,  # num_key_value_heads
+        "head_dim": 256,
+        "linear_num_key_heads": 16,  # Gated DeltaNet query and key heads
+        "linear_num_value_heads": 32,  # one (128, 128) state each
+        "linear_key_head_dim": 128,
+        "linear_value_head_dim": 128,
+        "source": "Qwen Team 2025, huggingface.co/Qwen/Qwen3-Next-80B-A3B-Instruct "
+        "(model card: 48 layers, 12 * (3 * Gated DeltaNet -> 1 * Gated Attention); "
+        "config.json)",
+    },
+)
+"""A published hybrid: three Gated DeltaNet layers to one full-attention layer,
+with its config.json's key names. Introduced in Chapter 12.
+"""
+
+
+def hybrid_cache_bytes(tokens, *, card=HYBRID_CARDS[0], bytes_per_number=2):
+    """What one sequence of ``tokens`` tokens keeps in the layers of ``card`` (a
+    :data:`HYBRID_CARDS` entry), in bytes (2 per number: bfloat16).
+
+    Returns ``kv_cache`` (the full-attention layers' keys and values, growing
+    with ``tokens``), ``state`` (the linear layers' ``(d_v, d_k)`` states, fixed;
+    their short convolution also keeps its last few inputs, a few per cent more,
+    not counted), ``total`` (the two) and ``all_attention``: the KV cache if every
+    layer were one of the model's attention layers. Introduced in Chapter 12.
+
+    >>> sizes = hybrid_cache_bytes(tokens=131072)
+    >>> sizes["all_attention"] / sizes["kv_cache"]
+    4.0
+    """
+    tokens = require_int(tokens, "tokens", minimum=0, hint="the length of one sequence")
+    width = require_int(bytes_per_number, "bytes_per_number", hint="2 for bfloat16")
+    pattern = card["layer_pattern"]
+    full = sum(pattern[i % len(pattern)] == "full" for i in range(card["num_layers"]))
+    attention = {k: card[k] for k in ("num_kv_heads", "head_dim")}
+    state = state_numbers(
+        card["linear_num_value_heads"],
+        card["linear_key_head_dim"],
+        card["linear_value_head_dim"],
+    )
+    sizes = {
+        "kv_cache": kv_cache_numbers(full, tokens=tokens, **attention) * width,
+        "state": (card["num_layers"] - full) * state * width,
+    }
+    sizes["total"] = sizes["kv_cache"] + sizes["state"]
+    all_layers = kv_cache_numbers(card["num_layers"], tokens=tokens, **attention)
+    return {**sizes, "all_attention": all_layers * width}

@@ -5,7 +5,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attn_course import causal_linear_attention, delta_rule
+from attn_course import (
+    causal_linear_attention,
+    delta_rule,
+    hybrid_cache_bytes,
+    state_numbers,
+)
+from attn_course.recurrence import HYBRID_CARDS
 
 # float64 throughout: the forms sum the same products in different orders, so they
 # differ by rounding only, about 1e-15 relative; 1e-10 leaves room for the chunked
@@ -165,3 +171,48 @@ def test_delta_rule_errors():
         delta_rule(q, k, v, beta, chunk_size=2.0)
     with pytest.raises(ValueError, match="query and key must have the same last"):
         delta_rule(q, k[..., :-1], v, beta)
+
+
+# --- sizes
+
+
+def test_state_numbers_counts_a_matrix_per_head_and_the_normaliser():
+    assert state_numbers(num_heads=3, d_k=4, d_v=5) == 3 * 4 * 5
+    assert state_numbers(num_heads=3, d_k=4, d_v=5, normaliser=True) == 3 * (4 * 5 + 4)
+    with pytest.raises(ValueError, match="d_k must be at least 1"):
+        state_numbers(num_heads=3, d_k=0, d_v=5)
+
+
+def test_the_state_is_what_the_recurrence_carries():
+    """A sequence cut in two: the second half's outputs need only the state."""
+    q, k, v, gen = _inputs(8)
+    k = F.normalize(k, dim=-1)
+    beta, decay = _gates(gen)
+    S = torch.zeros(B, H, D_V, D_K, dtype=q.dtype)
+    for t in range(T):
+        S = decay[:, :, t, None, None] * S
+        correction = v[:, :, t] - (S @ k[:, :, t, :, None])[..., 0]
+        S = S + beta[:, :, t, None, None] * correction[..., None] * k[:, :, t, None, :]
+    assert S[0].numel() == state_numbers(num_heads=H, d_k=D_K, d_v=D_V)
+    out = delta_rule(q, k, v, beta, decay=decay)
+    torch.testing.assert_close(out[:, :, -1], (S @ q[:, :, -1, :, None])[..., 0], **TOL)
+
+
+def test_hybrid_cache_bytes_for_qwen3_next():
+    """Qwen3-Next-80B-A3B (Qwen Team 2025, model card and config.json): 48 layers,
+    every fourth full attention with 2 KV heads of 256; the other 36 Gated DeltaNet
+    with 32 value heads of (128, 128) states."""
+    card = HYBRID_CARDS[0]
+    assert card["num_layers"] == 48 and card["layer_pattern"].count("linear") == 3
+    tokens = 131072
+    sizes = hybrid_cache_bytes(tokens)
+    per_layer_kv = 2 * 2 * 256 * tokens * 2  # keys and values, 2 heads of 256, bf16
+    assert sizes["kv_cache"] == 12 * per_layer_kv
+    assert sizes["state"] == 36 * 32 * 128 * 128 * 2
+    assert sizes["total"] == sizes["kv_cache"] + sizes["state"]
+    assert sizes["all_attention"] == 48 * per_layer_kv
+    assert (
+        hybrid_cache_bytes(0)["total"] == sizes["state"]
+    )  # a state costs the same at any length
+    with pytest.raises(ValueError, match="tokens must be at least 0"):
+        hybrid_cache_bytes(-1)
