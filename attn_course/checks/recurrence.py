@@ -94,17 +94,17 @@ DELTA_STEP = Exercise(
 check_delta_step_fn = DELTA_STEP.make_check()
 
 _KEPT = (
-    "    cache = attention_layers * cache_per_token * tokens  # grows with the text\n"
-    "    return cache + linear_layers * state_size  # the states do not\n"
+    "    cache = n_attention * per_token * tokens  # grows with the text\n"
+    "    return cache + n_linear * state_size  # the states do not\n"
 )
 
 _KEPT_SLIPS = """
-state-grows: linear_layers * state_size -> linear_layers * state_size * tokens --
+state-grows: n_linear * state_size -> n_linear * state_size * tokens --
     the states grow with the tokens here: a linear layer keeps one state of
     state_size numbers, however long the text
-cache-fixed: cache_per_token * tokens -> cache_per_token -- the cache is counted for
-    one token: an attention layer keeps cache_per_token numbers for every token
-no-states: cache + linear_layers * state_size -> cache -- the linear layers' states
+cache-fixed: per_token * tokens -> per_token -- the cache is counted for
+    one token: an attention layer keeps per_token numbers for every token
+no-states: cache + n_linear * state_size -> cache -- the linear layers' states
     are left out
 no-cache: return cache + -> return -- the attention layers' cache is left out
 """
@@ -112,8 +112,7 @@ no-cache: return cache + -> return -- the attention layers' cache is left out
 NUMBERS_KEPT = Exercise(
     label="ch12-ex-numbers-kept",
     check="check_numbers_kept_fn",
-    function="numbers_kept(tokens, attention_layers, linear_layers, cache_per_token, "
-    "state_size)",
+    function="numbers_kept(tokens, n_attention, n_linear, per_token, state_size)",
     output="count",
     right=_KEPT,
     # The first case tells the slips apart; then no linear layers, no attention
@@ -129,7 +128,7 @@ NUMBERS_KEPT = Exercise(
         f"a token, states of {s:,}"
     ),
     facts=lambda t, a, n, c, s: {"kept": a * c * t + n * s},
-    rule="each attention layer keeps cache_per_token numbers for every token and each "
+    rule="each attention layer keeps per_token numbers for every token and each "
     "linear layer one state, {kept:,} numbers here",
     same=count_is,
     otherwise=count_wrong,
