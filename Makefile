@@ -28,6 +28,10 @@
 #                  local-global layers over three seeds, in the pinned environment
 #                  (attn_course/measured/modern-cpu.json). About 10 minutes, not part
 #                  of make test
+#   make bench-recall  Chapter 12's associative-recall runs: six sequence mixers, three
+#                  numbers of pairs, three seeds, in the pinned environment
+#                  (attn_course/measured/recall-cpu.json). About 15 minutes, not part
+#                  of make test
 #   make dist      the package's sdist and wheel in dist/, checked with twine
 #   make workshop  a folder and a zip for a workshop without Wi-Fi: student notebooks,
 #                  solutions, the package as a wheel, pinned requirements, a README
@@ -45,7 +49,8 @@ export PYTHONHASHSEED := 0
 
 .PHONY: all book book-all serve test test-anywhere reproducible lint unit nbval \
 	nbval-lax nbval-elsewhere exercises site-check screenshots lab outputs student \
-	workshop workshop-check dist bench bench-history bench-modern pdf clean
+	workshop workshop-check dist bench bench-history bench-modern \
+	bench-recall pdf clean
 
 all: test
 
@@ -152,6 +157,9 @@ bench-history: $(STAMP)
 
 bench-modern: $(STAMP)
 	$(BIN)/python -m tools.reproducible run -- $(BIN)/python -m tools.bench_modern
+
+bench-recall: $(STAMP)
+	$(BIN)/python -m tools.reproducible run -- $(BIN)/python -m tools.bench_recall
 
 student: $(STAMP)
 	$(BIN)/python -m tools.notebooks student _build/student

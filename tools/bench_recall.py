@@ -1,0 +1,113 @@
+"""The stored runs of Chapter 12's associative-recall experiment.
+
+``make bench-recall`` runs ``python -m tools.bench_recall`` in the course's pinned
+numeric environment (``python -m tools.reproducible run -- ...``), so that seed 0
+gives what the chapter would train live. Every mixer of
+``attn_course.recall.MIXERS`` (softmax attention, causal linear attention, DeltaNet,
+Gated DeltaNet, a GRU and the hybrid of Gated DeltaNet and one softmax layer) is
+trained by ``attn_course.recall.recall_run`` (``d_model=32``, one head, 2 layers,
+16 queries, 64 keys and 64 values, the same steps and learning rate for every
+mixer) for each number of pairs and seed, two processes of one thread each. One
+file, ``attn_course/measured/recall-cpu.json``, which
+``attn_course.recall.stored_recall_runs()`` reads; each row has ``mixer``,
+``num_pairs``, ``seed``, ``accuracy`` (on 512 held-out sequences), ``final_loss``,
+``parameters``, ``growing_per_token`` and ``fixed_state`` (the numbers the model
+keeps: per token of context, and whatever the length).
+
+``--quick`` trains for a few steps and one seed, to check that the command works,
+and writes to ``_build/bench/`` unless ``--out`` is given.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import statistics
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass
+
+import torch
+
+from attn_course.recall import MIXERS, recall_run
+from tools import bench
+from tools.reproducible import PINNED
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What one run measures; stored in the file next to the results."""
+
+    seeds: tuple[int, ...] = (0, 1, 2)
+    num_pairs: tuple[int, ...] = (4, 16, 64)
+    steps: int = 500
+    lr: float = 1e-2
+    num_layers: int = 2
+
+
+QUICK = Settings(seeds=(0,), num_pairs=(4,), steps=3)
+
+
+def one_run(mixer, num_pairs, seed, settings):
+    """Train one model and measure it: a row of the results."""
+    torch.set_num_threads(1)
+    found = recall_run(
+        mixer,
+        num_pairs,
+        seed=seed,
+        steps=settings.steps,
+        lr=settings.lr,
+        num_layers=settings.num_layers,
+    )
+    print(
+        f"{mixer:>14} N={num_pairs:>3} seed {seed}: {found['accuracy']:.3f}", flush=True
+    )
+    return {"mixer": mixer, "num_pairs": num_pairs, "seed": seed, **found}
+
+
+def table(rows):
+    """Mean and range over the seeds of each mixer's accuracy at each N."""
+    groups = {}
+    for row in rows:
+        groups.setdefault((row["mixer"], row["num_pairs"]), []).append(row["accuracy"])
+    return [
+        f"{mixer:>14} N={n:>3}: mean {statistics.mean(acc):.3f}, from "
+        f"{min(acc):.3f} to {max(acc):.3f}"
+        for (mixer, n), acc in groups.items()
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = bench.arguments(
+        argv,
+        __doc__,
+        quick_help="a few steps and one seed, to check that the command works",
+        threads_help="ignored: each run uses one thread",
+    )
+    unpinned = sorted(k for k, v in PINNED.items() if os.environ.get(k) != v)
+    if unpinned and not args.quick:
+        print(
+            f"not in the pinned numeric environment ({', '.join(unpinned)} not set): "
+            "run python -m tools.reproducible run -- python -m tools.bench_recall"
+        )
+        return 2
+    settings = QUICK if args.quick else Settings()
+    runs = [
+        (m, n, s) for m in MIXERS for n in settings.num_pairs for s in settings.seeds
+    ]
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=2, mp_context=spawn) as pool:
+        rows = list(pool.map(one_run, *zip(*runs, strict=True), [settings] * len(runs)))
+    results = {
+        **bench.provenance(),
+        "settings": asdict(settings),
+        "measures": "recall accuracy at the query positions of held-out sequences",
+        "rows": rows,
+    }
+    out = args.out or bench.default_out(args.quick, False, "recall")
+    bench.report(results, out, table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
