@@ -28,7 +28,7 @@
 #                  local-global layers over three seeds, in the pinned environment
 #                  (attn_course/measured/modern-cpu.json). About 10 minutes, not part
 #                  of make test
-#   make bench-recall  Chapter 12's associative-recall runs: six sequence mixers, three
+#   make bench-recall  Chapter 12's associative-recall runs: six sequence mixers, two
 #                  numbers of pairs, three seeds, in the pinned environment
 #                  (attn_course/measured/recall-cpu.json). About 15 minutes, not part
 #                  of make test

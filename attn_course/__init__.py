@@ -32,6 +32,8 @@ modern
 recurrence
     Causal linear attention and the (gated) delta rule as recurrences, their
     parallel and chunked forms, and state against KV-cache sizes (Chapter 12).
+recall
+    Associative recall and small models with six sequence mixers (Chapter 12).
 rnn, history
     GRU encoder-decoders with additive attention, and Chapter 10's timeline.
 data, walkthrough, plot, diagrams, explorer
@@ -53,7 +55,8 @@ on ``_validate`` only; ``seq2seq`` on ``block``, ``positions`` and ``training``;
 ``diagrams`` uses ``plot``'s figures; ``checks`` use all of these; ``history`` on
 ``efficient`` (its loader of stored results); ``rnn`` on ``seq2seq``; ``latent`` on
 ``masks``, ``positions`` and ``kv_cache``; ``recurrence`` on ``functional`` and
-``kv_cache``; ``explorer`` comes last.
+``kv_cache``; ``recall`` on ``recurrence`` and ``efficient``; ``explorer`` comes
+last.
 """
 
 from . import (
@@ -76,6 +79,7 @@ from . import (
     order_task,
     plot,
     positions,
+    recall,
     recurrence,
     rnn,
     seq2seq,
@@ -131,6 +135,13 @@ from .positions import (
     rope_permutation,
     sinusoidal_positions,
 )
+from .recall import (
+    RecallModel,
+    RecallTask,
+    recall_batch,
+    recall_run,
+    stored_recall_runs,
+)
 from .recurrence import (
     causal_linear_attention,
     delta_rule,
@@ -155,6 +166,8 @@ __all__ = [
     "MultiHeadLatentAttention",
     "PagedKVCache",
     "RMSNorm",
+    "RecallModel",
+    "RecallTask",
     "SelfAttentionV1",
     "SelfAttentionV2",
     "Seq2SeqConfig",
@@ -201,6 +214,9 @@ __all__ = [
     "paged_vs_preallocated",
     "plot",
     "positions",
+    "recall",
+    "recall_batch",
+    "recall_run",
     "recurrence",
     "rnn",
     "rope_permutation",
@@ -211,6 +227,7 @@ __all__ = [
     "training",
     "sinusoidal_positions",
     "sliding_window_mask",
+    "stored_recall_runs",
     "state_numbers",
     "swiglu_hidden",
     "to_additive_mask",

@@ -39,13 +39,13 @@ class Settings:
     """What one run measures; stored in the file next to the results."""
 
     seeds: tuple[int, ...] = (0, 1, 2)
-    num_pairs: tuple[int, ...] = (4, 16, 64)
-    steps: int = 500
+    num_pairs: tuple[int, ...] = (8, 64)
+    steps: int = 400
     lr: float = 1e-2
     num_layers: int = 2
 
 
-QUICK = Settings(seeds=(0,), num_pairs=(4,), steps=3)
+QUICK = Settings(seeds=(0,), num_pairs=(8,), steps=3)
 
 
 def one_run(mixer, num_pairs, seed, settings):
