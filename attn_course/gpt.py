@@ -609,31 +609,16 @@ def norm_run(norm_first, *, seed=0, steps=150, eval_every=50):
     16 windows a step, at a constant 3e-3; returns the loss on 64 fixed windows of the
     last 10 % every ``eval_every`` steps. Introduced in Chapter 8.
     """
-    text = python_docs_text()
-    tokenizer = CharTokenizer(text)
-    train_ids, val_ids = train_val_split(tokenizer.encode(text), val_fraction=0.1)
-    val = [random_windows(val_ids, 64, 32, generator=torch.Generator().manual_seed(1))]
-    torch.manual_seed(seed)
-    config = GPTConfig(
-        tokenizer.vocab_size,
+    _, _, history = _docs_run(
+        seed,
+        steps,
         32,
-        d_model=64,
-        num_heads=4,
+        max_lr=3e-3,
+        min_lr=3e-3,
+        warmup_steps=0,
+        eval_every=eval_every,
         num_layers=8,
         norm_first=norm_first,
-    )
-    model = GPT(config)
-    history = train(
-        model,
-        train_ids,
-        val,
-        steps=steps,
-        batch_size=16,
-        max_lr=3e-3,
-        warmup_steps=0,
-        min_lr=3e-3,
-        eval_every=eval_every,
-        seed=seed,
     )
     return [row.val_loss for row in history]
 
@@ -659,28 +644,48 @@ def modern_run(seed=0, *, steps=300, num_layers=4, **changes):
     tenth of the steps then cosine from 3e-3 to 3e-4; the loss is on 64 fixed windows
     of the last 10 %. Introduced in Chapter 11.
     """
+    model, val, history = _docs_run(
+        seed,
+        steps,
+        64,
+        max_lr=3e-3,
+        min_lr=3e-4,
+        warmup_steps=steps // 10,
+        eval_every=steps,
+        num_layers=num_layers,
+        **changes,
+    )
+    return model, val, history[-1].val_loss
+
+
+def _docs_run(
+    seed, steps, context_length, *, max_lr, min_lr, warmup_steps, eval_every, **config
+):
+    """The training that :func:`norm_run` and :func:`modern_run` describe and share:
+    the model, the validation windows and the history."""
     text = python_docs_text()
     tokenizer = CharTokenizer(text)
     train_ids, val_ids = train_val_split(tokenizer.encode(text), val_fraction=0.1)
-    val = [random_windows(val_ids, 64, 64, generator=torch.Generator().manual_seed(1))]
+    val = [
+        random_windows(
+            val_ids, 64, context_length, generator=torch.Generator().manual_seed(1)
+        )
+    ]
     torch.manual_seed(seed)
-    config = GPTConfig(
-        tokenizer.vocab_size, 64, d_model=64, num_layers=num_layers, **changes
-    )
-    model = GPT(config)
+    model = GPT(GPTConfig(tokenizer.vocab_size, context_length, d_model=64, **config))
     history = train(
         model,
         train_ids,
         val,
         steps=steps,
         batch_size=16,
-        max_lr=3e-3,
-        warmup_steps=steps // 10,
-        min_lr=3e-4,
-        eval_every=steps,
+        max_lr=max_lr,
+        warmup_steps=warmup_steps,
+        min_lr=min_lr,
+        eval_every=eval_every,
         seed=seed,
     )
-    return model, val, history[-1].val_loss
+    return model, val, history
 
 
 def stored_modern_runs(device="cpu"):
