@@ -28,10 +28,10 @@
 #                  local-global layers over three seeds, in the pinned environment
 #                  (attn_course/measured/modern-cpu.json). About 10 minutes, not part
 #                  of make test
-#   make bench-recall  Chapter 12's associative-recall runs: six sequence mixers, two
-#                  numbers of pairs, three seeds, in the pinned environment
-#                  (attn_course/measured/recall-cpu.json). About 15 minutes, not part
-#                  of make test
+#   make bench-recall  Chapter 12's associative-recall runs: six sequence mixers, each
+#                  at its tuned learning rate, four numbers of pairs, three seeds, in
+#                  the pinned environment (attn_course/measured/recall-cpu.json).
+#                  About 30 minutes, not part of make test
 #   make dist      the package's sdist and wheel in dist/, checked with twine
 #   make workshop  a folder and a zip for a workshop without Wi-Fi: student notebooks,
 #                  solutions, the package as a wheel, pinned requirements, a README

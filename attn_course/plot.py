@@ -929,13 +929,14 @@ def heatmap_panels(
 # --- Chapter 11: measurements over several seeds ---
 
 
-def seed_spread(panels, *, xlabel="validation loss"):
+def seed_spread(panels, *, xlabel="validation loss", xlim=None):
     """Draw each setting's measurements over several seeds: a dot per seed and a
     bar at their mean, one row per setting, so that the spread between seeds sits
     beside the differences between settings.
 
     ``panels`` is ``{panel title: {setting: values, one per seed}}``; the panels sit
-    side by side, each with its own x axis. Introduced in Chapter 11.
+    side by side, each with its own x axis, or the range ``xlim`` for all. Panels
+    with the same settings name them once, on the left. Introduced in Chapter 11.
 
     Examples
     --------
@@ -949,9 +950,11 @@ def seed_spread(panels, *, xlabel="validation loss"):
             f"{kind_of(panels)}; e.g. {{'loss': {{'baseline': [2.31, 2.35]}}}}"
         )
     rows = max(len(settings) for settings in panels.values())
+    named_once = len({tuple(settings) for settings in panels.values()}) == 1
     fig = _new_figure(min(3.6 * len(panels), MAX_WIDTH_INCHES), 0.9 + 0.38 * rows)
-    for ax, (title, settings) in zip(
-        fig.subplots(1, len(panels), squeeze=False)[0], panels.items(), strict=True
+    fig.get_layout_engine().set(wspace=0.06)  # room between the panels' tick labels
+    for i, (ax, (title, settings)) in enumerate(
+        zip(fig.subplots(1, len(panels), squeeze=False)[0], panels.items(), strict=True)
     ):
         if not hasattr(settings, "items") or len(settings) == 0:
             raise ValueError(
@@ -967,8 +970,11 @@ def seed_spread(panels, *, xlabel="validation loss"):
                 )
             ax.plot(xs, [y] * len(xs), "o", color=_BAR_COLOR, alpha=0.7, markersize=5)
             ax.plot([xs.mean()] * 2, [y - 0.3, y + 0.3], color="black", lw=2)
-        ax.set_yticks(range(len(settings)), [str(label) for label in settings])
+        shown = not (named_once and i > 0)
+        ax.set_yticks(range(len(settings)), [str(s) for s in settings] if shown else [])
         ax.set_ylim(len(settings) - 0.5, -0.5)  # the first setting on top
+        if xlim is not None:
+            ax.set_xlim(*xlim)
         ax.set_title(str(title))
         ax.set_xlabel(xlabel)
         ax.grid(True, axis="x", alpha=0.3)

@@ -25,6 +25,7 @@ __all__ = [
     "MIXERS",
     "RecallModel",
     "RecallTask",
+    "accuracy_by_mixer",
     "numbers_per_token",
     "recall_accuracy",
     "recall_batch",
@@ -248,7 +249,7 @@ def recall_run(
     num_pairs,
     *,
     seed,
-    steps=400,
+    steps=1000,
     lr=1e-2,
     num_layers=2,
     d_model=32,
@@ -263,11 +264,10 @@ def recall_run(
     ``parameters``, and the numbers the model keeps, ``growing_per_token`` and
     ``fixed_state`` (see :func:`numbers_per_token`).
 
-    The defaults are the settings of the stored sweep (``make bench-recall``): the
-    same for every mixer, the learning rate the better of 3e-3 and 1e-2 for softmax
-    attention at 16 pairs, seed 0. In the pinned numeric environment
-    ``recall_run("softmax", 8, seed=0)`` gives the stored row of that mixer, number
-    of pairs and seed. Introduced in Chapter 12.
+    The stored sweep (``make bench-recall``) trains with these defaults and each
+    mixer's own learning rate, ``stored_recall_runs()["settings"]["lr"][mixer]``; in
+    the pinned numeric environment ``recall_run(mixer, 8, seed=0, lr=that)`` gives
+    the stored row of that mixer, number of pairs and seed. Introduced in Chapter 12.
     """
     task = RecallTask(num_pairs=num_pairs, num_queries=num_queries)
     require_int(seed, "seed", minimum=0)
@@ -311,3 +311,25 @@ def stored_recall_runs(device="cpu"):
     return load_measured(
         "recall", device, "associative-recall runs", "make bench-recall"
     )
+
+
+def accuracy_by_mixer(rows):
+    """The accuracies of ``rows`` (those of :func:`stored_recall_runs`), grouped:
+    ``{mixer: {num_pairs: [accuracy of each seed, in seed order]}}``, mixers and
+    numbers of pairs in the order they first appear. Introduced in Chapter 12.
+
+    >>> rows = [{"mixer": "gru", "num_pairs": 8, "seed": s, "accuracy": a}
+    ...         for s, a in ((1, 0.25), (0, 0.5))]
+    >>> accuracy_by_mixer(rows)
+    {'gru': {8: [0.5, 0.25]}}
+    """
+    grouped = {}
+    for row in sorted(rows, key=lambda row: row["seed"]):
+        by_pairs = grouped.setdefault(row["mixer"], {})
+        by_pairs.setdefault(row["num_pairs"], []).append(row["accuracy"])
+    order = list(dict.fromkeys(row["mixer"] for row in rows))
+    pairs = list(dict.fromkeys(row["num_pairs"] for row in rows))
+    return {
+        mixer: {n: grouped[mixer][n] for n in pairs if n in grouped[mixer]}
+        for mixer in order
+    }

@@ -547,6 +547,15 @@ def test_seed_spread_draws_a_dot_per_seed_and_the_mean_of_each_setting():
     assert list(dots.get_ydata()) == [0, 0, 0]
     assert list(mean.get_xdata()) == pytest.approx([sum(values["baseline"]) / 3] * 2)
     assert list(ax.lines[2].get_ydata()) == [1, 1]  # rms on the second row
+    assert tick_texts(fig.axes[1].get_yticklabels()) == ["all"]  # other settings
+
+
+def test_seed_spread_names_shared_settings_once_and_shares_an_x_range():
+    values = {"a": [0.2, 0.4], "b": [0.9]}
+    fig = plot.seed_spread({"N = 8": values, "N = 64": values}, xlim=(0, 1))
+    assert tick_texts(fig.axes[0].get_yticklabels()) == ["a", "b"]
+    assert tick_texts(fig.axes[1].get_yticklabels()) == ["", ""]
+    assert [ax.get_xlim() for ax in fig.axes] == [(0, 1), (0, 1)]
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,7 @@
 """Tests of attn_course.recall: the associative-recall task, the models and the
 stored sweep."""
 
+import json
 from dataclasses import asdict
 
 import pytest
@@ -85,22 +86,42 @@ def test_stored_runs_cover_the_sweep():
     from tools import bench_recall
 
     stored = stored_recall_runs()
-    assert {"date", "machine", "torch", "settings", "rows"} <= set(stored)
+    assert {"date", "machine", "torch", "settings", "tuning", "rows"} <= set(stored)
     settings = bench_recall.Settings()
     # JSON keeps tuples as lists.
-    assert stored["settings"] == {
-        **asdict(settings),
-        "seeds": list(settings.seeds),
-        "num_pairs": list(settings.num_pairs),
+    chosen = stored["settings"].pop("lr")
+    assert stored["settings"] == json.loads(json.dumps(asdict(settings)))
+    tuned = {(r["mixer"], r["num_pairs"], r["seed"], r["lr"]) for r in stored["tuning"]}
+    assert tuned == {
+        (m, settings.tune_pairs, settings.tune_seed, lr)
+        for m in MIXERS
+        for lr in settings.lr_grid
     }
+    assert chosen == bench_recall.best_rates(stored["tuning"])
     expected = {
-        (m, n, s) for m in MIXERS for n in settings.num_pairs for s in settings.seeds
+        (m, n, s, chosen[m])
+        for m in MIXERS
+        for n in settings.num_pairs
+        for s in settings.seeds
     }
     rows = stored["rows"]
-    assert {(r["mixer"], r["num_pairs"], r["seed"]) for r in rows} == expected
+    assert {(r["mixer"], r["num_pairs"], r["seed"], r["lr"]) for r in rows} == expected
     assert len(rows) == len(expected)
     for row in rows:
         assert 0 <= row["accuracy"] <= 1
+
+
+def test_best_rates_prefers_the_lower_rate_on_a_tie():
+    from tools.bench_recall import best_rates
+
+    tuning = [
+        {"mixer": "gru", "lr": 0.03, "accuracy": 0.5},
+        {"mixer": "gru", "lr": 0.01, "accuracy": 0.5},
+        {"mixer": "gru", "lr": 0.003, "accuracy": 0.2},
+        {"mixer": "linear", "lr": 0.01, "accuracy": 0.4},
+        {"mixer": "linear", "lr": 0.03, "accuracy": 0.9},
+    ]
+    assert best_rates(tuning) == {"gru": 0.01, "linear": 0.03}
 
 
 def test_errors():
