@@ -1,7 +1,7 @@
 """Associative recall: the task, small models with a pluggable sequence mixer, and
 their training, for Chapter 12's comparison of attention with recurrent layers.
 
-The task is multi-query associative recall (Arora et al. 2023, "Zoology"): ``N``
+The task is multi-query associative recall (Arora et al. 2024, "Zoology"): ``N``
 pair positions, each carrying a key and its value, then ``Q`` query positions, each
 naming one of those keys; the target at a query is that key's value.
 :func:`recall_batch` draws it, :class:`RecallModel` learns it with one of the
@@ -35,7 +35,7 @@ __all__ = [
 
 MIXERS = {
     "softmax": "causal softmax attention; keeps every key and value",
-    "linear": "causal linear attention (elu + 1 features); a d x d state",
+    "linear": "causal linear attention, the plain sum of unit keys; a d x d state",
     "deltanet": "the delta rule, beta = sigmoid of a projection; a d x d state",
     "gated_deltanet": "the delta rule with a learned decay in (0, 1); a d x d state",
     "gru": "a GRU; a state of d numbers",
@@ -143,10 +143,11 @@ class _Mixer(nn.Module):
         q, k, v = (part.unsqueeze(1) for part in self.qkv(x).chunk(3, -1))
         if self.kind == "softmax":
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        elif self.kind == "linear":
-            y = causal_linear_attention(q, k, v)
+            return self.out(y.squeeze(1))
+        q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)  # unit queries and keys
+        if self.kind == "linear":  # the delta rule's state without its correction
+            y = causal_linear_attention(q, k, v, feature_map=None)
         else:
-            q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
             beta = torch.sigmoid(self.beta(x)).squeeze(-1).unsqueeze(1)
             decay = None
             if self.kind == "gated_deltanet":

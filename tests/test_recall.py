@@ -111,17 +111,17 @@ def test_stored_runs_cover_the_sweep():
         assert 0 <= row["accuracy"] <= 1
 
 
-def test_best_rates_prefers_the_lower_rate_on_a_tie():
+def test_best_rates_breaks_a_tie_by_the_final_loss():
     from tools.bench_recall import best_rates
 
     tuning = [
-        {"mixer": "gru", "lr": 0.03, "accuracy": 0.5},
-        {"mixer": "gru", "lr": 0.01, "accuracy": 0.5},
-        {"mixer": "gru", "lr": 0.003, "accuracy": 0.2},
-        {"mixer": "linear", "lr": 0.01, "accuracy": 0.4},
-        {"mixer": "linear", "lr": 0.03, "accuracy": 0.9},
+        {"mixer": "gru", "lr": 0.03, "accuracy": 1.0, "final_loss": 0.002},
+        {"mixer": "gru", "lr": 0.01, "accuracy": 1.0, "final_loss": 0.005},
+        {"mixer": "gru", "lr": 0.003, "accuracy": 0.2, "final_loss": 0.001},
+        {"mixer": "linear", "lr": 0.01, "accuracy": 0.4, "final_loss": 1.0},
+        {"mixer": "linear", "lr": 0.03, "accuracy": 0.9, "final_loss": 2.0},
     ]
-    assert best_rates(tuning) == {"gru": 0.01, "linear": 0.03}
+    assert best_rates(tuning) == {"gru": 0.03, "linear": 0.03}
 
 
 def test_errors():

@@ -12,7 +12,7 @@ pairs and seed, two processes of one thread each.
 Each mixer trains at its own learning rate: first every mixer trains once at each
 rate of ``Settings.lr_grid``, at ``Settings.tune_pairs`` pairs with the seed
 ``Settings.tune_seed`` (not one of the reported seeds), and the rate of the best
-held-out accuracy is kept (the lower rate on a tie). One file,
+held-out accuracy is kept (of the lower final training loss on a tie). One file,
 ``attn_course/measured/recall-cpu.json``, which
 ``attn_course.recall.stored_recall_runs()`` reads: ``settings`` (with ``lr``, the rate
 chosen for each mixer), ``tuning`` (one row per mixer and rate) and ``rows``, each
@@ -81,11 +81,13 @@ def run_all(pool, runs, settings):
 
 
 def best_rates(tuning):
-    """The learning rate of each mixer's best accuracy; the lower rate on a tie."""
+    """The learning rate of each mixer's best accuracy, the lower final training
+    loss breaking a tie (as at 100 %)."""
     best = {}
-    for row in sorted(tuning, key=lambda row: row["lr"]):
-        if row["accuracy"] > best.get(row["mixer"], (None, -1.0))[1]:
-            best[row["mixer"]] = (row["lr"], row["accuracy"])
+    for row in tuning:
+        score = (row["accuracy"], -row["final_loss"])
+        if row["mixer"] not in best or score > best[row["mixer"]][1]:
+            best[row["mixer"]] = (row["lr"], score)
     return {mixer: lr for mixer, (lr, _) in best.items()}
 
 
