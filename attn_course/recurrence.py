@@ -9,13 +9,6 @@ positions at once. :func:`delta_rule` writes a correction into the state instead
 a sum (DeltaNet), optionally with a decay gate (Gated DeltaNet), token by token or
 chunk by chunk. :func:`state_numbers` and :func:`hybrid_cache_bytes` count what a
 state and a KV cache hold, the latter for the hybrid in :data:`HYBRID_CARDS`.
-
-Shapes
-------
-query, key : (B, H, T, d_k)
-value : (B, H, T, d_v)
-beta, decay : (B, H, T)
-output : (B, H, T, d_v)
 """
 
 from __future__ import annotations

@@ -99,6 +99,7 @@ import gc
 import inspect
 import json
 import math
+import multiprocessing
 import os
 import platform
 import re
@@ -106,6 +107,7 @@ import statistics
 import subprocess
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
@@ -122,6 +124,7 @@ from attn_course import (
     sliding_window_mask,
     tiled_attention,
 )
+from tools.reproducible import PINNED
 
 try:
     import resource  # page faults (Unix only)
@@ -742,6 +745,36 @@ def arguments(argv, doc, *, quick_help, threads_default=None, threads_help):
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     return args
+
+
+def training_arguments(argv, doc, module):
+    """The options of a benchmark of seeded training runs (``tools.bench_modern``,
+    ``tools.bench_recall``): parsed, or ``None`` after saying how to run ``module``
+    when the pinned numeric environment is not set and ``--quick`` is not given."""
+    args = arguments(
+        argv,
+        doc,
+        quick_help="a few steps and one seed, to check that the command works",
+        threads_help="ignored: each run uses one thread",
+    )
+    unpinned = sorted(k for k, v in PINNED.items() if os.environ.get(k) != v)
+    if unpinned and not args.quick:
+        print(
+            f"not in the pinned numeric environment ({', '.join(unpinned)} not set): "
+            f"run python -m tools.reproducible run -- python -m {module}"
+        )
+        return None
+    return args
+
+
+def in_two_processes(function, runs, settings):
+    """``function(*run, settings)`` for each of ``runs``, in order, in two spawned
+    processes (each run sets one torch thread)."""
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=2, mp_context=spawn) as pool:
+        return list(
+            pool.map(function, *zip(*runs, strict=True), [settings] * len(runs))
+        )
 
 
 def report(results, out, lines):

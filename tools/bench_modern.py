@@ -31,11 +31,8 @@ and writes to ``_build/bench/`` unless ``--out`` is given.
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 import statistics
 import sys
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 
 import torch
@@ -45,7 +42,6 @@ from attn_course import sliding_window_mask
 from attn_course.gpt import modern_run
 from attn_course.training import count_parameters, evaluating
 from tools import bench
-from tools.reproducible import PINNED
 
 
 @dataclass(frozen=True)
@@ -165,26 +161,14 @@ def table(rows):
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = bench.arguments(
-        argv,
-        __doc__,
-        quick_help="a few steps and one seed, to check that the command works",
-        threads_help="ignored: each run uses one thread",
-    )
-    unpinned = sorted(k for k, v in PINNED.items() if os.environ.get(k) != v)
-    if unpinned and not args.quick:
-        print(
-            f"not in the pinned numeric environment ({', '.join(unpinned)} not set): "
-            "run python -m tools.reproducible run -- python -m tools.bench_modern"
-        )
+    args = bench.training_arguments(argv, __doc__, "tools.bench_modern")
+    if args is None:
         return 2
     settings = QUICK if args.quick else Settings()
     runs = [("swaps", v, s) for v in SWAPS for s in settings.seeds]
     runs += [("sinks", "sinks", s) for s in settings.seeds]
     runs += [("windows", v, s) for v in WINDOWS for s in settings.seeds]
-    spawn = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=2, mp_context=spawn) as pool:
-        rows = list(pool.map(one_run, *zip(*runs, strict=True), [settings] * len(runs)))
+    rows = bench.in_two_processes(one_run, runs, settings)
     results = {
         **bench.provenance(),
         "settings": asdict(settings),

@@ -27,18 +27,14 @@ and writes to ``_build/bench/`` unless ``--out`` is given.
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 import statistics
 import sys
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 
 import torch
 
 from attn_course.recall import MIXERS, accuracy_by_mixer, recall_run
 from tools import bench
-from tools.reproducible import PINNED
 
 
 @dataclass(frozen=True)
@@ -75,11 +71,6 @@ def one_run(mixer, num_pairs, seed, lr, settings):
     return {"mixer": mixer, "num_pairs": num_pairs, "seed": seed, "lr": lr, **found}
 
 
-def run_all(pool, runs, settings):
-    """``one_run`` for each ``(mixer, num_pairs, seed, lr)`` of ``runs``, in order."""
-    return list(pool.map(one_run, *zip(*runs, strict=True), [settings] * len(runs)))
-
-
 def best_rates(tuning):
     """The learning rate of each mixer's best accuracy, the lower final training
     loss breaking a tie (as at 100 %)."""
@@ -102,39 +93,27 @@ def table(rows):
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = bench.arguments(
-        argv,
-        __doc__,
-        quick_help="a few steps and one seed, to check that the command works",
-        threads_help="ignored: each run uses one thread",
-    )
-    unpinned = sorted(k for k, v in PINNED.items() if os.environ.get(k) != v)
-    if unpinned and not args.quick:
-        print(
-            f"not in the pinned numeric environment ({', '.join(unpinned)} not set): "
-            "run python -m tools.reproducible run -- python -m tools.bench_recall"
-        )
+    args = bench.training_arguments(argv, __doc__, "tools.bench_recall")
+    if args is None:
         return 2
     settings = QUICK if args.quick else Settings()
-    spawn = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=2, mp_context=spawn) as pool:
-        tuning = run_all(
-            pool,
-            [
-                (m, settings.tune_pairs, settings.tune_seed, lr)
-                for m in MIXERS
-                for lr in settings.lr_grid
-            ],
-            settings,
-        )
-        lr = best_rates(tuning)
-        runs = [
-            (m, n, s, lr[m])
+    tuning = bench.in_two_processes(
+        one_run,
+        [
+            (m, settings.tune_pairs, settings.tune_seed, lr)
             for m in MIXERS
-            for n in settings.num_pairs
-            for s in settings.seeds
-        ]
-        rows = run_all(pool, runs, settings)
+            for lr in settings.lr_grid
+        ],
+        settings,
+    )
+    lr = best_rates(tuning)
+    runs = [
+        (m, n, s, lr[m])
+        for m in MIXERS
+        for n in settings.num_pairs
+        for s in settings.seeds
+    ]
+    rows = bench.in_two_processes(one_run, runs, settings)
     results = {
         **bench.provenance(),
         "settings": {**asdict(settings), "lr": lr},
