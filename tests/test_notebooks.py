@@ -20,6 +20,7 @@ from tools.exercises import (
     solutions_notebook,
     student_copy,
 )
+from tools.main_path import DEEP_DIVE_END
 from tools.notebooks import stored_output_problems
 from tools.toc import (
     ROOT,
@@ -40,6 +41,20 @@ FIRST_CHAPTER = "01_toy_attention.ipynb"
 def test_stored_outputs_come_from_one_full_run(path):
     problems = stored_output_problems(path)
     assert not problems, f"{path.name}:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[path.name for path in NOTEBOOKS])
+def test_no_prose_line_starts_with_a_percent_sign(path):
+    # MyST reads such a line as a comment and drops it from the page: "45\n% and 44 %"
+    # loses its second half. The deep dives' end marker is the one comment meant.
+    lost = [
+        line
+        for cell in nbformat.read(path, as_version=4).cells
+        if cell.cell_type == "markdown" and cell.source.strip() != DEEP_DIVE_END
+        for line in cell.source.splitlines()
+        if line.lstrip().startswith("%")
+    ]
+    assert not lost, f"{path.name}: lines MyST would drop: {lost}"
 
 
 def test_toc_and_chapters_agree():
