@@ -19,7 +19,8 @@ from torch import nn
 
 from ._validate import kind_of, require_choice, require_int, require_tensor
 from .efficient import load_measured
-from .recurrence import causal_linear_attention, delta_rule
+from .kv_cache import kv_cache_numbers
+from .recurrence import causal_linear_attention, delta_rule, state_numbers
 
 __all__ = [
     "MIXERS",
@@ -213,22 +214,21 @@ class RecallModel(nn.Module):
         return self.readout(self.norm(x))
 
 
-def numbers_per_token(model, length):
-    """What ``model`` keeps per token of a context of ``length`` tokens, over its
-    layers: ``(growing, fixed)``, the numbers each token adds (a softmax layer's keys
-    and values, ``2 d``) and the numbers kept whatever the length (a ``d x d`` state
-    of a linear or delta-rule layer, a GRU's ``d``), with ``fixed / length`` the
-    share of one token. Introduced in Chapter 12.
+def numbers_per_token(model):
+    """What ``model`` keeps, over its layers: ``(growing, fixed)``, the numbers each
+    token of context adds (a softmax layer's key and value, :func:`kv_cache_numbers`)
+    and the numbers kept whatever the length (a linear or delta-rule layer's
+    ``d x d`` state, :func:`state_numbers`; a GRU's ``d``). Introduced in Chapter 12.
 
-    >>> model = RecallModel("hybrid", RecallTask(), d_model=32)
-    >>> numbers_per_token(model, 100)
+    >>> numbers_per_token(RecallModel("hybrid", RecallTask(), d_model=32))
     (64, 1024)
     """
-    require_int(length, "length")
     d = model.norm.normalized_shape[0]
-    growing = sum(2 * d for kind in model.kinds if kind == "softmax")
+    growing = kv_cache_numbers(model.kinds.count("softmax"), 1, d, tokens=1)
     fixed = sum(
-        d if kind == "gru" else d * d for kind in model.kinds if kind != "softmax"
+        d if kind == "gru" else state_numbers(1, d, d)
+        for kind in model.kinds
+        if kind != "softmax"
     )
     return growing, fixed
 
@@ -294,7 +294,7 @@ def recall_run(
         optimizer.step()
         schedule.step()
     held_out = recall_batch(task, 512, seed=0)
-    growing, fixed = numbers_per_token(model, task.length)
+    growing, fixed = numbers_per_token(model)
     return {
         "accuracy": recall_accuracy(model, *held_out),
         "final_loss": loss.item(),

@@ -67,7 +67,7 @@ def test_numbers_per_token_count_each_layer():
         ("hybrid", 2 * d, d * d),
     ]:
         model = RecallModel(mixer, TASK, d_model=d, num_layers=2)
-        assert numbers_per_token(model, TASK.length) == (growing, fixed)
+        assert numbers_per_token(model) == (growing, fixed)
 
 
 def test_recall_run_returns_its_measures():
